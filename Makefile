@@ -1,0 +1,43 @@
+# ReactorServer — `make run` and `make test` work on a fresh Debian machine with Swift.
+SHELL := /bin/bash
+SWIFT ?= swift
+HOST ?= 127.0.0.1
+PORT ?= 8080
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := libmicrohttpd-dev pkg-config curl python3-venv
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test build deps venv clean
+
+## Install missing system packages (libmicrohttpd and friends).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+## Python test tools in a local virtual environment.
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements-test.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+build: deps
+	$(SWIFT) build -c release --product reactor-server
+
+run: build
+	.build/release/reactor-server --host $(HOST) --port $(PORT)
+
+test: deps venv
+	$(SWIFT) build --build-tests
+	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
+	$(PY) -m pytest -q Tests/python
+
+clean:
+	rm -rf .build $(VENV)
