@@ -1,0 +1,72 @@
+/// A value whose every assignment is an event, even of an equal value.
+///
+/// Each assignment increments ``valueUpdatedCount`` (wrapping on overflow), so a subscriber can
+/// tell "the same alert shown again" from "nothing happened". It encodes to JSON as
+/// `{"value": …, "count": n}` for the same reason.
+///
+/// ```swift
+/// struct State: Codable, Sendable {
+///     @Pulse var alertMessage: String?
+/// }
+/// state.alertMessage = "increased!"      // count 1
+/// state.alertMessage = "increased!"      // count 2
+/// state.$alertMessage.valueUpdatedCount  // 2
+/// ```
+@propertyWrapper
+public struct Pulse<Value> {
+    /// The last assigned value.
+    public private(set) var value: Value
+    /// How many times a value was assigned since creation (wraps on overflow).
+    public private(set) var valueUpdatedCount: UInt
+
+    /// Starts with `wrappedValue` and a count of 0.
+    public init(wrappedValue: Value) {
+        self.value = wrappedValue
+        self.valueUpdatedCount = 0
+    }
+
+    /// Restores a pulse with a given count (decoding, tests).
+    public init(value: Value, valueUpdatedCount: UInt) {
+        self.value = value
+        self.valueUpdatedCount = valueUpdatedCount
+    }
+
+    /// The value; every assignment increments ``valueUpdatedCount``.
+    public var wrappedValue: Value {
+        get { value }
+        set {
+            value = newValue
+            valueUpdatedCount &+= 1
+        }
+    }
+
+    /// The pulse itself (`$alertMessage`): the value and its count.
+    public var projectedValue: Pulse<Value> { self }
+}
+
+extension Pulse: Sendable where Value: Sendable {}
+extension Pulse: Equatable where Value: Equatable {}
+extension Pulse: Hashable where Value: Hashable {}
+
+extension Pulse: Codable where Value: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case value
+        case count
+    }
+
+    /// Decodes `{"value": …, "count": n}`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            value: try container.decode(Value.self, forKey: .value),
+            valueUpdatedCount: try container.decode(UInt.self, forKey: .count)
+        )
+    }
+
+    /// Encodes `{"value": …, "count": n}`; a `nil` value is written as `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(value, forKey: .value)
+        try container.encode(valueUpdatedCount, forKey: .count)
+    }
+}

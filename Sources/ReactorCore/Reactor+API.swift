@@ -1,0 +1,109 @@
+extension Reactor {
+    /// The latest published state (after ``transform(state:)``). Safe to read from any thread.
+    public var currentState: State { runtime.currentUpdate(self).state }
+
+    /// The latest published state with its version.
+    public var currentUpdate: StateUpdate<State> { runtime.currentUpdate(self) }
+
+    /// Sends an action. Never awaits and never blocks on another sender's user code: when the
+    /// reactor is idle the calling thread applies the action (and its immediate mutations)
+    /// before returning; otherwise the thread already applying actions picks it up.
+    @discardableResult
+    public func send(_ action: Action) -> ActionReceipt {
+        runtime.send(action, reactor: self)
+    }
+
+    /// The action input, like ReactorKit's `reactor.action` subject: `reactor.action.send(.increase)`.
+    public var action: ActionInput<Self> { ActionInput(reactor: self) }
+
+    /// The hot state stream: each iteration starts with the latest state, then every later one.
+    public var state: StateStream<State> {
+        let weakReactor = WeakReference(self)
+        return StateStream { receive, finish in
+            guard let reactor = weakReactor.value else {
+                finish()
+                return nil
+            }
+            return reactor.runtime.addObserver(reactor, receive: receive, finish: finish)
+        }
+    }
+
+    /// Registers a synchronous observer, called serially in version order: first with the
+    /// current state (at once when the reactor is idle, otherwise by the thread applying
+    /// actions, before any later state), then with every published state.
+    ///
+    /// The observer runs on the thread applying actions: keep it short and do not block.
+    public func observe(_ observer: @escaping @Sendable (StateUpdate<State>) -> Void) -> ObservationToken {
+        runtime.addObserver(self, receive: observer)
+    }
+
+    /// Registers an observer of mutation errors.
+    public func observeErrors(_ observer: @escaping @Sendable (MutationFailure) -> Void) -> ObservationToken {
+        runtime.addErrorObserver(observer)
+    }
+
+    /// Mutation errors from now on, as a stream; it finishes when the reactor is disposed.
+    public var errors: AsyncStream<MutationFailure> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MutationFailure.self)
+        let token = runtime.addErrorObserver(
+            { continuation.yield($0) },
+            finish: { continuation.finish() }
+        )
+        continuation.onTermination = { _ in token.cancel() }
+        return stream
+    }
+
+    /// Calls `body` once, when every mutation of the action `receipt` stands for has been
+    /// reduced, has failed or was cancelled, or the reactor was disposed. Calls it before
+    /// returning when that is already so.
+    public func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        runtime.whenSettled(receipt, body)
+    }
+
+    /// Returns once the action `receipt` stands for has settled (see ``whenSettled(_:_:)``).
+    public func settled(_ receipt: ActionReceipt) async {
+        await withCheckedContinuation { continuation in
+            whenSettled(receipt) { continuation.resume() }
+        }
+    }
+
+    /// Cancels all in-flight work, finishes every stream, and calls ``didDispose()``.
+    /// Later actions are ignored. Idempotent.
+    public func dispose() { runtime.dispose(self) }
+
+    /// Whether ``dispose()`` was called.
+    public var isDisposed: Bool { runtime.isDisposed }
+
+    /// While true, sent actions are recorded in ``stub`` and neither `mutate` nor `reduce` runs.
+    public var isStubEnabled: Bool {
+        get { runtime.isStubEnabled }
+        set { runtime.isStubEnabled = newValue }
+    }
+
+    /// The stub: recorded actions and a settable state (for testing views and routes).
+    public var stub: Stub<Self> { Stub(reactor: self) }
+}
+
+/// The action input of a reactor, after ReactorKit's action subject.
+public struct ActionInput<R: Reactor>: Sendable {
+    let reactor: R
+
+    /// Sends an action; see ``Reactor/send(_:)``.
+    @discardableResult
+    public func send(_ action: R.Action) -> ActionReceipt { reactor.send(action) }
+}
+
+/// A reactor's stub, active while ``Reactor/isStubEnabled`` is true.
+public struct Stub<R: Reactor>: Sendable {
+    let reactor: R
+
+    /// The actions sent while the stub was enabled, in order.
+    public var actions: [R.Action] { reactor.runtime.stubActions }
+
+    /// The current state; setting it publishes the new state to every subscriber and makes it
+    /// the reactor's ``Reactor/currentState``.
+    public var state: R.State {
+        get { reactor.currentState }
+        nonmutating set { reactor.runtime.setStubState(newValue, reactor: reactor) }
+    }
+}

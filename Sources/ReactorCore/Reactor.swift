@@ -1,0 +1,87 @@
+/// A reactor: a state machine that turns actions into mutations (with side effects) and
+/// mutations into states, after ReactorKit.
+///
+/// ```swift
+/// final class CounterReactor: Reactor {
+///     enum Action: String, Codable, Sendable { case increase }
+///     enum Mutation: Sendable { case increaseValue }
+///     struct State: Codable, Sendable { var value = 0 }
+///
+///     let initialState = State()
+///     let runtime = ReactorRuntime<CounterReactor>()
+///
+///     func mutate(action: Action) -> Mutations<Mutation> { .just(.increaseValue) }
+///     func reduce(state: State, mutation: Mutation) -> State {
+///         var state = state
+///         state.value += 1
+///         return state
+///     }
+/// }
+/// ```
+///
+/// The pipeline, in ReactorKit's order: action → ``transform(action:)`` → ``mutate(action:)``
+/// (mutations of several actions interleave) → ``transform(mutation:)`` → ``reduce(state:mutation:)``
+/// (serially, starting from ``initialState``) → ``transform(state:)`` → ``currentState`` and
+/// subscribers. `reduce` sees the untransformed state.
+///
+/// The runtime starts lazily, on first use: it reads ``initialState`` and calls the three
+/// `transform` hooks once. It does not keep the reactor alive; when the reactor is released (or
+/// ``dispose()``d) its in-flight work is cancelled and its streams finish.
+public protocol Reactor: AnyObject, Sendable {
+    /// What a user can do. Must round-trip through `Codable` (the HTTP layer decodes it).
+    associatedtype Action: Codable & Sendable
+    /// A change to apply to the state. Defaults to `Action`.
+    associatedtype Mutation: Sendable = Action
+    /// The state subscribers see. Encode it with stable keys.
+    associatedtype State: Codable & Sendable
+
+    /// The state before any action; read once, when the runtime starts.
+    var initialState: State { get }
+
+    /// Storage the runtime needs. Declare it as a constant naming the class itself:
+    /// `let runtime = ReactorRuntime<CounterReactor>()` (Swift does not allow `Self` in a stored
+    /// property's initialiser).
+    var runtime: ReactorRuntime<Self> { get }
+
+    /// The mutations an action produces, with their side effects. Called once per action, on
+    /// the thread that applies actions; it may read ``currentState`` and send further actions.
+    /// Default when `Mutation == Action`: `.just(action)`.
+    func mutate(action: Action) -> Mutations<Mutation>
+
+    /// The state after one mutation. Pure and synchronous; never called concurrently on one
+    /// instance. Sees the untransformed state.
+    func reduce(state: State, mutation: Mutation) -> State
+
+    /// Transforms the action stream before `mutate`. Default: unchanged.
+    func transform(action: Flow<Action>) -> Flow<Action>
+
+    /// Transforms the mutation stream before `reduce`. Default: unchanged.
+    ///
+    /// This is where global state comes in: merge a process-wide store's stream of mutations
+    /// with ``Flow/merge(with:)`` and every instance reduces the store's changes. See ``Flow``.
+    func transform(mutation: Flow<Mutation>) -> Flow<Mutation>
+
+    /// Transforms the state stream after `reduce`: what ``currentState`` and subscribers see.
+    /// Default: unchanged.
+    func transform(state: Flow<State>) -> Flow<State>
+
+    /// Called once after ``dispose()`` has cancelled the reactor's work (for example to leave a
+    /// shared store). Default: nothing.
+    func didDispose()
+}
+
+extension Reactor where Mutation == Action {
+    /// Each action is its own mutation.
+    public func mutate(action: Action) -> Mutations<Mutation> { .just(action) }
+}
+
+extension Reactor {
+    /// Unchanged.
+    public func transform(action: Flow<Action>) -> Flow<Action> { action }
+    /// Unchanged.
+    public func transform(mutation: Flow<Mutation>) -> Flow<Mutation> { mutation }
+    /// Unchanged.
+    public func transform(state: Flow<State>) -> Flow<State> { state }
+    /// Nothing.
+    public func didDispose() {}
+}

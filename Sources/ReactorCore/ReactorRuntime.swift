@@ -1,0 +1,656 @@
+import Synchronization
+
+/// The storage and machinery behind a ``Reactor``: its queue, state, subscribers and tasks.
+///
+/// Declare one per reactor: `let runtime = ReactorRuntime<MyReactor>()`. Everything is reached
+/// through the ``Reactor`` extension (`send`, `currentState`, `observe` …).
+///
+/// How actions are applied: `send` appends the action to a lock-protected queue. When nobody
+/// is applying actions, the sending thread becomes the *drainer* and applies the queue in order
+/// (without holding the lock while user code runs); otherwise it returns at once and the
+/// current drainer picks the action up. Mutations available at once are reduced inline; only
+/// waiting parts get a task, whose mutations re-enter the same queue. Since there is at most
+/// one drainer, `reduce` is serial and every accepted action is applied exactly once, in order.
+public final class ReactorRuntime<R: Reactor>: Sendable {
+    let shared = Mutex(SharedState())
+    private let started = Atomic<Bool>(false)
+    private let startLock = Mutex(())
+
+    /// State only the drainer touches: set once under `startLock` before `started` is stored
+    /// (release), read only after `started` was loaded (acquire); afterwards it is used only by
+    /// the thread that holds the `isDraining` flag, which is taken and given back under
+    /// `shared`'s lock. So no two threads ever access it at once.
+    nonisolated(unsafe) private var engine: Engine?
+
+    /// Creates an idle runtime; it starts on the reactor's first use.
+    public init() {}
+
+    deinit {
+        let released = shared.withLock { $0.shutDown() }
+        released.finish()
+    }
+
+    // MARK: - Start
+
+    @inline(__always)
+    func ensureStarted(_ reactor: R) {
+        if !started.load(ordering: .acquiring) { start(reactor) }
+    }
+
+    private func start(_ reactor: R) {
+        startLock.withLock { _ in
+            if started.load(ordering: .acquiring) { return }
+            let engine = Engine(
+                state: reactor.initialState,
+                actionFlow: reactor.transform(action: .identity).compiled(),
+                mutationFlow: reactor.transform(mutation: .identity).compiled(),
+                stateFlow: reactor.transform(state: .identity).compiled()
+            )
+            let visible = engine.stateFlow.apply(engine.state) ?? engine.state
+            self.engine = engine
+            shared.withLock { $0.current = StateUpdate(version: 0, state: visible) }
+            started.store(true, ordering: .releasing)
+            startSources(of: engine, reactor: reactor)
+        }
+    }
+
+    private func startSources(of engine: Engine, reactor: R) {
+        for (entry, source) in engine.actionFlow.sources {
+            startSource(source, reactor: reactor) { shared, action in
+                shared.nextSequence += 1
+                return .action(action, sequence: shared.nextSequence, entry: entry)
+            }
+        }
+        for (entry, source) in engine.mutationFlow.sources {
+            startSource(source, reactor: reactor) { _, mutation in
+                .mutation(mutation, sequence: nil, task: nil, entry: entry)
+            }
+        }
+        for (entry, source) in engine.stateFlow.sources {
+            startSource(source, reactor: reactor) { _, state in .state(state, entry: entry) }
+        }
+    }
+
+    private func startSource<Element>(
+        _ source: FlowSource<Element>,
+        reactor: R,
+        work: @escaping @Sendable (inout SharedState, Element) -> Work
+    ) {
+        let weakReactor = WeakReference(reactor)
+        shared.withLock { shared in
+            let id = shared.nextTaskID()
+            shared.tasks[id] = TaskRecord(
+                task: Task {
+                    do {
+                        try await source.run { element in
+                            guard let reactor = weakReactor.value else { return false }
+                            return reactor.runtime.submit(reactor: reactor) { work(&$0, element) }
+                        }
+                    } catch where !(error is CancellationError) && !Task.isCancelled {
+                        weakReactor.value?.runtime.report(MutationFailure(actionSequence: nil, error: error))
+                    } catch {}
+                },
+                sequence: nil,
+                cancelIDs: []
+            )
+        }
+    }
+
+    // MARK: - Sending
+
+    /// The hot path: enqueue, and drain if nobody else does.
+    func send(_ action: R.Action, reactor: R) -> ActionReceipt {
+        ensureStarted(reactor)
+        let (sequence, drainNow) = shared.withLock { shared -> (UInt64, Bool) in
+            shared.nextSequence += 1
+            let sequence = shared.nextSequence
+            if shared.isDisposed { return (sequence, false) }
+            if shared.isStubEnabled {
+                shared.stubActions.append(action)
+                shared.enqueueOrMarkProcessed(.skipped(sequence: sequence), sequence: sequence)
+                return (sequence, false)
+            }
+            if shared.isDraining || !shared.pending.isEmpty {
+                shared.pending.append(.action(action, sequence: sequence, entry: 0))
+                return (sequence, false)
+            }
+            shared.isDraining = true
+            return (sequence, true)
+        }
+        if drainNow {
+            let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
+            drain.process(.action(action, sequence: sequence, entry: 0))
+            drain.run()
+        }
+        return ActionReceipt(sequence: sequence)
+    }
+
+    /// Enqueues the work `make` builds (under the lock) and drains if nobody else does.
+    /// Returns false when the reactor is disposed.
+    @discardableResult
+    func submit(reactor: R, _ make: (inout SharedState) -> Work) -> Bool {
+        ensureStarted(reactor)
+        let (accepted, drainNow) = shared.withLock { shared -> (Bool, Bool) in
+            if shared.isDisposed { return (false, false) }
+            shared.pending.append(make(&shared))
+            if shared.isDraining { return (true, false) }
+            shared.isDraining = true
+            return (true, true)
+        }
+        if drainNow { Drain(runtime: self, reactor: reactor, engine: engine!).run() }
+        return accepted
+    }
+
+    // MARK: - Reading and observing
+
+    func currentUpdate(_ reactor: R) -> StateUpdate<R.State> {
+        ensureStarted(reactor)
+        return shared.withLock { $0.current! }
+    }
+
+    func addObserver(
+        _ reactor: R,
+        receive: @escaping @Sendable (StateUpdate<R.State>) -> Void,
+        finish: (@Sendable () -> Void)? = nil
+    ) -> ObservationToken {
+        ensureStarted(reactor)
+        let observer = StateObserver(receive: receive, finish: finish)
+        let (id, initial) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?) in
+            let id = shared.nextObserverID()
+            if shared.isDisposed { return (id, nil) }
+            if shared.isDraining || !shared.pending.isEmpty {
+                // The drainer delivers the state it has reached, then every later one.
+                shared.waitingObservers[id] = observer
+                shared.pending.append(.addObserver(id))
+                return (id, nil)
+            }
+            shared.isDraining = true
+            shared.observers.append((id, observer))
+            return (id, shared.current)
+        }
+        if let initial {
+            receive(initial)
+            Drain(runtime: self, reactor: reactor, engine: engine!).run()
+        } else if shared.withLock({ $0.isDisposed }) {
+            finish?()
+        }
+        return ObservationToken { [weak self] in self?.removeObserver(id) }
+    }
+
+    private func removeObserver(_ id: UInt64) {
+        shared.withLock { shared in
+            shared.waitingObservers[id] = nil
+            shared.observers.removeAll { $0.id == id }
+        }
+    }
+
+    func addErrorObserver(
+        _ receive: @escaping @Sendable (MutationFailure) -> Void,
+        finish: (@Sendable () -> Void)? = nil
+    ) -> ObservationToken {
+        let id = shared.withLock { shared -> UInt64? in
+            if shared.isDisposed { return nil }
+            let id = shared.nextObserverID()
+            shared.errorObservers.append((id, ErrorObserver(receive: receive, finish: finish)))
+            return id
+        }
+        guard let id else {
+            finish?()
+            return ObservationToken {}
+        }
+        return ObservationToken { [weak self] in
+            self?.shared.withLock { $0.errorObservers.removeAll { $0.id == id } }
+        }
+    }
+
+    func report(_ failure: MutationFailure) {
+        let observers = shared.withLock { $0.errorObservers }
+        for (_, observer) in observers { observer.receive(failure) }
+    }
+
+    // MARK: - Settling
+
+    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        let settled = shared.withLock { shared -> Bool in
+            let sequence = receipt.sequence
+            if shared.isDisposed || sequence > shared.nextSequence || shared.isSettled(sequence) { return true }
+            shared.settleCallbacks[sequence, default: []].append(body)
+            return false
+        }
+        if settled { body() }
+    }
+
+    // MARK: - Tasks
+
+    /// Runs the waiting part of an action's mutations in a task owned by this runtime.
+    func spawn(_ mutations: Mutations<R.Mutation>, sequence: UInt64?, reactor: R) {
+        let weakReactor = WeakReference(reactor)
+        var cancelIDs: [CancelID] = []
+        mutations.collectCancelIDs(into: &cancelIDs)
+        shared.withLock { shared in
+            if shared.isDisposed { return }
+            let taskID = shared.nextTaskID()
+            if let sequence { shared.unsettled[sequence, default: 0] += 1 }
+            let runner = AsyncMutationRunner<R.Mutation>(
+                emit: { mutation in
+                    guard let reactor = weakReactor.value else { return }
+                    reactor.runtime.submit(reactor: reactor) { _ in
+                        .mutation(mutation, sequence: sequence, task: taskID, entry: 0)
+                    }
+                },
+                report: { error in
+                    weakReactor.value?.runtime.report(MutationFailure(actionSequence: sequence, error: error))
+                },
+                cancel: { id in weakReactor.value?.runtime.cancelTasks(id) }
+            )
+            let task = Task {
+                var failure: MutationFailure?
+                do {
+                    try await runner.run(mutations)
+                } catch where !(error is CancellationError) && !Task.isCancelled {
+                    failure = MutationFailure(actionSequence: sequence, error: error)
+                } catch {}
+                guard let reactor = weakReactor.value else { return }
+                reactor.runtime.submit(reactor: reactor) { _ in .taskFinished(taskID, failure: failure) }
+            }
+            shared.tasks[taskID] = TaskRecord(task: task, sequence: sequence, cancelIDs: cancelIDs)
+        }
+    }
+
+    /// Cancels every task marked with `id`; their actions settle now.
+    func cancelTasks(_ id: CancelID) {
+        let (tasks, callbacks) = shared.withLock { shared in
+            let matching = shared.tasks.filter { $0.value.cancelIDs.contains(id) }
+            var callbacks: [@Sendable () -> Void] = []
+            for (taskID, _) in matching {
+                callbacks += shared.removeTask(taskID)
+            }
+            return (matching.values.map(\.task), callbacks)
+        }
+        for task in tasks { task.cancel() }
+        for callback in callbacks { callback() }
+    }
+
+    /// Whether `task` is still live (not cancelled): its queued mutations are dropped otherwise.
+    func isLive(task: UInt64) -> Bool {
+        shared.withLock { $0.tasks[task] != nil }
+    }
+
+    func finishTask(_ taskID: UInt64, failure: MutationFailure?) {
+        let callbacks = shared.withLock { $0.removeTask(taskID) }
+        if let failure { report(failure) }
+        for callback in callbacks { callback() }
+    }
+
+    // MARK: - Dispose and stub
+
+    func dispose(_ reactor: R) {
+        let released = shared.withLock { shared -> ReleasedWork? in
+            if shared.isDisposed { return nil }
+            return shared.shutDown()
+        }
+        guard let released else { return }
+        released.finish()
+        reactor.didDispose()
+    }
+
+    var isDisposed: Bool { shared.withLock { $0.isDisposed } }
+
+    var isStubEnabled: Bool {
+        get { shared.withLock { $0.isStubEnabled } }
+        set { shared.withLock { $0.isStubEnabled = newValue } }
+    }
+
+    var stubActions: [R.Action] { shared.withLock { $0.stubActions } }
+
+    func setStubState(_ state: R.State, reactor: R) {
+        submit(reactor: reactor) { _ in .stubState(state) }
+    }
+}
+
+// MARK: - Shared (locked) state
+
+extension ReactorRuntime {
+    /// One unit of work for the drainer.
+    enum Work: Sendable {
+        case action(R.Action, sequence: UInt64, entry: Int)
+        case skipped(sequence: UInt64)
+        case mutation(R.Mutation, sequence: UInt64?, task: UInt64?, entry: Int)
+        case state(R.State, entry: Int)
+        case stubState(R.State)
+        case taskFinished(UInt64, failure: MutationFailure?)
+        case addObserver(UInt64)
+    }
+
+    struct StateObserver: Sendable {
+        let receive: @Sendable (StateUpdate<R.State>) -> Void
+        let finish: (@Sendable () -> Void)?
+    }
+
+    struct ErrorObserver: Sendable {
+        let receive: @Sendable (MutationFailure) -> Void
+        let finish: (@Sendable () -> Void)?
+    }
+
+    struct TaskRecord: Sendable {
+        let task: Task<Void, Never>
+        let sequence: UInt64?
+        let cancelIDs: [CancelID]
+    }
+
+    /// Everything other threads may read or change; always accessed under `shared`'s lock.
+    struct SharedState: Sendable {
+        var pending: [Work] = []
+        var isDraining = false
+        var isDisposed = false
+        var nextSequence: UInt64 = 0
+        var current: StateUpdate<R.State>?
+        var observers: [(id: UInt64, observer: StateObserver)] = []
+        var waitingObservers: [UInt64: StateObserver] = [:]
+        var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
+        var tasks: [UInt64: TaskRecord] = [:]
+        /// Actions up to this sequence have had their immediate mutations applied.
+        var processedThrough: UInt64 = 0
+        /// Waiting tasks per action sequence.
+        var unsettled: [UInt64: Int] = [:]
+        var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        var isStubEnabled = false
+        var stubActions: [R.Action] = []
+        private var lastID: UInt64 = 0
+
+        mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
+        mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }
+
+        func isSettled(_ sequence: UInt64) -> Bool {
+            sequence <= processedThrough && unsettled[sequence] == nil
+        }
+
+        mutating func enqueueOrMarkProcessed(_ work: Work, sequence: UInt64) {
+            if isDraining || !pending.isEmpty {
+                pending.append(work)
+            } else {
+                processedThrough = sequence
+            }
+        }
+
+        /// Records that actions up to `sequence` were applied; returns callbacks now due.
+        mutating func markProcessed(through sequence: UInt64) -> [@Sendable () -> Void] {
+            if sequence > processedThrough { processedThrough = sequence }
+            if settleCallbacks.isEmpty { return [] }
+            var due: [@Sendable () -> Void] = []
+            for (waiting, callbacks) in settleCallbacks where isSettled(waiting) {
+                due += callbacks
+                settleCallbacks[waiting] = nil
+            }
+            return due
+        }
+
+        /// Forgets a task; returns the settle callbacks of its action if that is now settled.
+        mutating func removeTask(_ taskID: UInt64) -> [@Sendable () -> Void] {
+            guard let record = tasks.removeValue(forKey: taskID), let sequence = record.sequence else { return [] }
+            let remaining = (unsettled[sequence] ?? 1) - 1
+            unsettled[sequence] = remaining > 0 ? remaining : nil
+            guard isSettled(sequence), let callbacks = settleCallbacks.removeValue(forKey: sequence) else { return [] }
+            return callbacks
+        }
+
+        /// Marks the runtime disposed and hands back everything that must be cancelled or finished.
+        mutating func shutDown() -> ReleasedWork {
+            isDisposed = true
+            pending.removeAll()
+            var finishers = observers.compactMap(\.observer.finish)
+            finishers += waitingObservers.values.compactMap(\.finish)
+            finishers += errorObservers.compactMap(\.observer.finish)
+            let released = ReleasedWork(
+                tasks: tasks.values.map(\.task),
+                finishers: finishers,
+                callbacks: settleCallbacks.values.flatMap { $0 }
+            )
+            observers.removeAll()
+            waitingObservers.removeAll()
+            errorObservers.removeAll()
+            tasks.removeAll()
+            unsettled.removeAll()
+            settleCallbacks.removeAll()
+            return released
+        }
+    }
+
+    /// What a disposed runtime must cancel, finish and call, outside the lock.
+    struct ReleasedWork {
+        let tasks: [Task<Void, Never>]
+        let finishers: [@Sendable () -> Void]
+        let callbacks: [@Sendable () -> Void]
+
+        func finish() {
+            for task in tasks { task.cancel() }
+            for finisher in finishers { finisher() }
+            for callback in callbacks { callback() }
+        }
+    }
+}
+
+// MARK: - The drainer
+
+extension ReactorRuntime {
+    /// Drainer-only state, created when the runtime starts.
+    final class Engine {
+        /// The untransformed state `reduce` works on.
+        var state: R.State
+        let actionFlow: CompiledFlow<R.Action>
+        let mutationFlow: CompiledFlow<R.Mutation>
+        let stateFlow: CompiledFlow<R.State>
+        /// The highest action sequence applied since the lock last heard of it.
+        var processedThrough: UInt64 = 0
+        /// Reused between batches so draining does not allocate.
+        var batch: [Work] = []
+
+        init(
+            state: R.State,
+            actionFlow: CompiledFlow<R.Action>,
+            mutationFlow: CompiledFlow<R.Mutation>,
+            stateFlow: CompiledFlow<R.State>
+        ) {
+            self.state = state
+            self.actionFlow = actionFlow
+            self.mutationFlow = mutationFlow
+            self.stateFlow = stateFlow
+        }
+    }
+
+    /// One drainer turn: only built by the thread that set `isDraining`.
+    struct Drain {
+        let runtime: ReactorRuntime
+        let reactor: R
+        let engine: Engine
+
+        /// Applies queued work until the queue is empty, then gives up the drainer role.
+        func run() {
+            var batch = engine.batch
+            engine.batch = []
+            while true {
+                let processed = engine.processedThrough
+                let (hasWork, due) = runtime.shared.withLock { shared -> (Bool, [@Sendable () -> Void]) in
+                    let due = shared.markProcessed(through: processed)
+                    if shared.pending.isEmpty || shared.isDisposed {
+                        shared.pending.removeAll(keepingCapacity: true)
+                        shared.isDraining = false
+                        return (false, due)
+                    }
+                    swap(&shared.pending, &batch)
+                    return (true, due)
+                }
+                for callback in due { callback() }
+                guard hasWork else { break }
+                for work in batch { process(work) }
+                batch.removeAll(keepingCapacity: true)
+            }
+            engine.batch = batch
+        }
+
+        func process(_ work: Work) {
+            switch work {
+            case .action(let action, let sequence, let entry):
+                if let action = engine.actionFlow.apply(action, from: entry) {
+                    if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
+                        runtime.spawn(rest, sequence: sequence, reactor: reactor)
+                    }
+                }
+                engine.processedThrough = sequence
+            case .skipped(let sequence):
+                engine.processedThrough = sequence
+            case .mutation(let mutation, _, let task, let entry):
+                if let task, !runtime.isLive(task: task) { return }
+                reduce(mutation, entry: entry)
+            case .state(let state, let entry):
+                if let state = engine.stateFlow.apply(state, from: entry) { publish(state) }
+            case .stubState(let state):
+                engine.state = state
+                publish(state)
+            case .taskFinished(let taskID, let failure):
+                runtime.finishTask(taskID, failure: failure)
+            case .addObserver(let id):
+                let delivery = runtime.shared.withLock { shared -> (StateObserver, StateUpdate<R.State>)? in
+                    guard let observer = shared.waitingObservers.removeValue(forKey: id) else { return nil }
+                    shared.observers.append((id, observer))
+                    return (observer, shared.current!)
+                }
+                if let (observer, update) = delivery { observer.receive(update) }
+            }
+        }
+
+        /// What remains of an action's mutations after applying its immediate part.
+        enum Outcome {
+            case done
+            case failed
+            case waiting(Mutations<R.Mutation>)
+        }
+
+        /// Applies the immediate part of `mutations` inline; returns the part that must wait.
+        func apply(_ mutations: Mutations<R.Mutation>, sequence: UInt64) -> Outcome {
+            switch mutations.node {
+            case .empty:
+                return .done
+            case .just(let mutation):
+                reduce(mutation, entry: 0)
+                return .done
+            case .concat(let parts):
+                for index in parts.indices {
+                    switch apply(parts[index], sequence: sequence) {
+                    case .done: continue
+                    case .failed: return .failed
+                    case .waiting(let rest):
+                        let later = parts[(index + 1)...]
+                        return .waiting(later.isEmpty ? rest : .concat([rest] + later))
+                    }
+                }
+                return .done
+            case .merge(let parts):
+                var waiting: [Mutations<R.Mutation>] = []
+                for part in parts {
+                    if case .waiting(let rest) = apply(part, sequence: sequence) { waiting.append(rest) }
+                }
+                if waiting.isEmpty { return .done }
+                return .waiting(waiting.count == 1 ? waiting[0] : .merge(waiting))
+            case .fail(let error):
+                runtime.report(MutationFailure(actionSequence: sequence, error: error))
+                return .failed
+            case .run, .delayed:
+                return .waiting(mutations)
+            case .cancellable(let id, let cancelInFlight, let inner):
+                if cancelInFlight { runtime.cancelTasks(id) }
+                let outcome = apply(inner.mutations, sequence: sequence)
+                guard case .waiting(let rest) = outcome else { return outcome }
+                return .waiting(Mutations(.cancellable(id, cancelInFlight: false, .init(rest))))
+            case .cancel(let id):
+                runtime.cancelTasks(id)
+                return .done
+            }
+        }
+
+        /// transform(mutation:) → reduce → transform(state:) → publish.
+        @inline(__always)
+        func reduce(_ mutation: R.Mutation, entry: Int) {
+            guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
+            let state = reactor.reduce(state: engine.state, mutation: mutation)
+            engine.state = state
+            guard let visible = engine.stateFlow.apply(state) else { return }
+            publish(visible)
+        }
+
+        @inline(__always)
+        func publish(_ state: R.State) {
+            let (update, observers) = runtime.shared.withLock { shared in
+                let update = StateUpdate(version: shared.current!.version &+ 1, state: state)
+                shared.current = update
+                return (update, shared.observers)
+            }
+            for (_, observer) in observers { observer.receive(update) }
+        }
+    }
+}
+
+/// A weak reference that can cross tasks.
+final class WeakReference<Value: AnyObject & Sendable>: Sendable {
+    weak let value: Value?
+    init(_ value: Value) { self.value = value }
+}
+
+extension Mutations {
+    /// The ids of every `cancellable` part, so a task running these mutations can be cancelled by id.
+    func collectCancelIDs(into ids: inout [CancelID]) {
+        switch node {
+        case .cancellable(let id, _, let inner):
+            ids.append(id)
+            inner.mutations.collectCancelIDs(into: &ids)
+        case .delayed(_, _, let inner):
+            inner.mutations.collectCancelIDs(into: &ids)
+        case .concat(let parts), .merge(let parts):
+            for part in parts { part.collectCancelIDs(into: &ids) }
+        case .empty, .just, .fail, .run, .cancel:
+            break
+        }
+    }
+}
+
+/// Runs the waiting part of an action's mutations inside a task.
+struct AsyncMutationRunner<Mutation: Sendable>: Sendable {
+    let emit: @Sendable (Mutation) -> Void
+    let report: @Sendable (any Error) -> Void
+    let cancel: @Sendable (CancelID) -> Void
+
+    func run(_ mutations: Mutations<Mutation>) async throws {
+        switch mutations.node {
+        case .empty:
+            return
+        case .just(let mutation):
+            try Task.checkCancellation()
+            emit(mutation)
+        case .concat(let parts):
+            for part in parts { try await run(part) }
+        case .merge(let parts):
+            await withTaskGroup(of: Void.self) { group in
+                for part in parts {
+                    group.addTask {
+                        do {
+                            try await run(part)
+                        } catch where !(error is CancellationError) && !Task.isCancelled {
+                            report(error)
+                        } catch {}
+                    }
+                }
+            }
+        case .fail(let error):
+            throw error
+        case .run(let body):
+            try await body(MutationSender(emit: emit))
+        case .delayed(let duration, let clock, let inner):
+            try await clock.sleep(for: duration)
+            try await run(inner.mutations)
+        case .cancellable(_, _, let inner):
+            try await run(inner.mutations)
+        case .cancel(let id):
+            cancel(id)
+        }
+    }
+}
