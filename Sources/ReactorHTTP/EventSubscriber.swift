@@ -1,0 +1,111 @@
+import MicroHTTP
+import Synchronization
+
+/// One client's event stream on one instance. It pulls from the instance's timeline whenever the
+/// connection can take bytes, so a slow client is sent the latest state at each write
+/// opportunity (conflated) and never holds the instance or other subscribers back.
+final class EventSubscriber: HTTPStreamSource {
+    private struct Progress {
+        /// The newest version already sent, nil before the first state.
+        var lastSentVersion: UInt64?
+        /// States to send first, oldest first (a `Last-Event-ID` replay).
+        var replay: [any VersionedState]
+        /// Framed events waiting to go out (mutation errors), bounded.
+        var pendingEvents: [[UInt8]] = []
+        var droppedEvents = 0
+        var stream: HTTPStream?
+        var sentPrelude = false
+        var sentEnd = false
+        var closed = false
+    }
+
+    /// Most queued error events kept per subscriber; older ones are dropped first.
+    static let pendingEventLimit = 32
+    /// Most replayed states written in one chunk.
+    static let replayBatch = 64
+
+    private let timeline: StateTimeline
+    private let retryMilliseconds: Int
+    private let progress: Mutex<Progress>
+    private let onClose: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - resumingAfter: the client's `Last-Event-ID`, if any.
+    ///   - onClose: called once when the stream closes, for any reason.
+    init(timeline: StateTimeline, resumingAfter lastEventID: UInt64?, retryMilliseconds: Int,
+         onClose: @escaping @Sendable () -> Void) {
+        self.timeline = timeline
+        self.retryMilliseconds = retryMilliseconds
+        self.onClose = onClose
+        var progress = Progress(replay: [])
+        if let lastEventID, let missed = timeline.states(after: lastEventID) {
+            progress.lastSentVersion = lastEventID
+            progress.replay = missed
+        }
+        self.progress = Mutex(progress)
+    }
+
+    /// Wakes the stream so it pulls the latest state.
+    func wake() {
+        progress.withLock { $0.stream }?.wake()
+    }
+
+    /// Queues an already-framed event and wakes the stream.
+    func enqueue(event: [UInt8]) {
+        let stream: HTTPStream? = progress.withLock { progress in
+            guard !progress.closed else { return nil }
+            if progress.pendingEvents.count >= Self.pendingEventLimit {
+                progress.pendingEvents.removeFirst()
+                progress.droppedEvents += 1
+            }
+            progress.pendingEvents.append(event)
+            return progress.stream
+        }
+        stream?.wake()
+    }
+
+    func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
+        let (latest, endReason) = timeline.current
+        let ending: StreamEndReason? = stream.isShuttingDown ? (endReason ?? .shutdown) : endReason
+        return progress.withLock { progress -> HTTPStreamChunk in
+            progress.stream = stream
+            if progress.sentEnd { return .end }
+            var bytes: [UInt8] = []
+            if !progress.sentPrelude {
+                progress.sentPrelude = true
+                bytes.append(contentsOf: ServerSentEvents.retry(milliseconds: retryMilliseconds))
+            }
+            if !progress.replay.isEmpty {
+                let batch = progress.replay.prefix(Self.replayBatch)
+                for state in batch {
+                    ServerSentEvents.appendState(state, to: &bytes)
+                    progress.lastSentVersion = state.version
+                }
+                progress.replay.removeFirst(batch.count)
+                if !progress.replay.isEmpty, ending == nil { return .bytes(bytes) }
+                progress.replay.removeAll()
+            }
+            for event in progress.pendingEvents { bytes.append(contentsOf: event) }
+            progress.pendingEvents.removeAll()
+            if progress.lastSentVersion.map({ latest.version > $0 }) ?? true {
+                ServerSentEvents.appendState(latest, to: &bytes)
+                progress.lastSentVersion = latest.version
+            }
+            if let ending {
+                bytes.append(contentsOf: ServerSentEvents.end(ending))
+                progress.sentEnd = true
+            }
+            return bytes.isEmpty ? .idle : .bytes(bytes)
+        }
+    }
+
+    func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {
+        let first: Bool = progress.withLock { progress in
+            defer { progress.closed = true; progress.stream = nil }
+            return !progress.closed
+        }
+        guard first else { return }
+        timeline.detach(self)
+        onClose()
+    }
+}

@@ -1,0 +1,111 @@
+import Logging
+import ReactorCore
+import Synchronization
+
+/// What every hosted instance shares with its service.
+struct InstanceContext: Sendable {
+    var historyCapacity: Int
+    var subscriberLimit: Int
+    var metrics: ServiceMetrics
+    var logger: Logger
+    /// Monotonic nanoseconds, for idle expiry.
+    var now: @Sendable () -> UInt64
+}
+
+/// A reactor instance as the HTTP layer sees it: JSON in, versioned JSON states out.
+protocol HostedInstance: AnyObject, Sendable {
+    /// The instance's unguessable id.
+    var id: String { get }
+    /// The registered type name.
+    var typeName: String { get }
+    /// The instance's published states and subscribers.
+    var timeline: StateTimeline { get }
+    /// Monotonic nanoseconds of the last request that touched the instance.
+    var lastActivity: UInt64 { get }
+    /// Records activity now.
+    func touch()
+    /// Decodes and sends one action without waiting for it.
+    func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt
+    /// Calls `body` once every mutation of the action has been reduced.
+    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
+    /// Cancels the instance's work and ends its streams.
+    func dispose(_ reason: StreamEndReason)
+}
+
+/// Hosts one reactor: forwards decoded actions to it and mirrors its states and errors into a
+/// `StateTimeline` that event streams and `GET` read.
+final class HostedReactor<R: Reactor>: HostedInstance {
+    let id: String
+    let typeName: String
+    let timeline: StateTimeline
+    private let reactor: R
+    private let context: InstanceContext
+    private let activity: Atomic<UInt64>
+    private let observations: Mutex<[ObservationToken]> = Mutex([])
+
+    init(id: String, typeName: String, reactor: R, context: InstanceContext) {
+        self.id = id
+        self.typeName = typeName
+        self.reactor = reactor
+        self.context = context
+        self.activity = Atomic(context.now())
+        self.timeline = StateTimeline(
+            initial: EncodedOnDemand(version: 0, state: reactor.currentState),
+            historyCapacity: context.historyCapacity,
+            subscriberLimit: context.subscriberLimit
+        )
+        let timeline = self.timeline
+        let stateToken = reactor.observe { update in
+            timeline.publish(EncodedOnDemand(version: update.version, state: update.state))
+        }
+        let metrics = context.metrics
+        let logger = context.logger
+        let instanceID = id
+        let errorToken = reactor.observeErrors { failure in
+            metrics.mutationFailed()
+            logger.warning("mutation failed", metadata: [
+                "instance": "\(instanceID)",
+                "action": "\(failure.actionSequence.map(String.init) ?? "-")",
+                "error": "\(failure.errorType): \(failure.message)",
+            ])
+            timeline.broadcast(event: ServerSentEvents.event("error", json: Self.problemJSON(for: failure)))
+        }
+        observations.withLock { $0 = [stateToken, errorToken] }
+    }
+
+    var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
+
+    func touch() {
+        activity.store(context.now(), ordering: .relaxed)
+    }
+
+    func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt {
+        let action = try ActionDecoding.decode(R.Action.self, from: actionJSON)
+        return reactor.send(action)
+    }
+
+    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        reactor.whenSettled(receipt, body)
+    }
+
+    func dispose(_ reason: StreamEndReason) {
+        reactor.dispose()
+        let tokens = observations.withLock { tokens in
+            defer { tokens = [] }
+            return tokens
+        }
+        tokens.forEach { $0.cancel() }
+        timeline.end(reason)
+    }
+
+    /// A mutation error as problem JSON for an `event: error`.
+    static func problemJSON(for failure: MutationFailure) -> [UInt8] {
+        var object = JSONObjectWriter()
+        if let sequence = failure.actionSequence { object.add("action", raw: String(sequence)) }
+        object.add("detail", string: failure.message)
+        object.add("errorType", string: failure.errorType)
+        object.add("title", string: "Mutation failed")
+        object.add("type", string: Problem.typePrefix + "mutation-failed")
+        return object.finish()
+    }
+}

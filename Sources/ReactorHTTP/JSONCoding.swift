@@ -1,0 +1,77 @@
+import Foundation
+
+/// The service's JSON coders, made once and shared: states are encoded with sorted keys so
+/// equal states give equal bytes (and equal ETags).
+enum JSONCoding {
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static let decoder = JSONDecoder()
+
+    /// Encodes a value as sorted-key JSON bytes.
+    static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+        Array(try encoder.encode(value))
+    }
+
+    /// Encodes a value whose encoding cannot fail in practice (the service's own states);
+    /// a failure becomes a JSON string naming it, so a subscriber still sees something honest.
+    static func encodeState<Value: Encodable>(_ value: Value) -> [UInt8] {
+        do {
+            return try encode(value)
+        } catch {
+            var bytes: [UInt8] = []
+            JSONObjectWriter.appendEscaped("state could not be encoded: \(error)", to: &bytes)
+            return bytes
+        }
+    }
+
+    /// Decodes a JSON body, turning Foundation's errors into a sentence that names the problem.
+    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Problem) -> Value {
+        do {
+            return try decoder.decode(type, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw Problem.invalidBody(describe(error))
+        } catch {
+            throw Problem.invalidBody("the body is not valid JSON: \(error)")
+        }
+    }
+
+    /// A sentence naming what a decoding error found wrong, and where.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context, adding key: CodingKey? = nil) -> String {
+            var keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            if let key { keys.append(key.stringValue) }
+            return keys.isEmpty ? "the top level" : "'" + keys.joined(separator: ".") + "'"
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "missing field '\(key.stringValue)' at \(path(context))"
+        case .typeMismatch(let type, let context):
+            return "wrong type at \(path(context)): expected \(describe(type))"
+        case .valueNotFound(let type, let context):
+            return "missing value at \(path(context)): expected \(describe(type))"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty, context.underlyingError != nil || context.debugDescription.contains("JSON") {
+                return "the body is not valid JSON"
+            }
+            return "\(context.debugDescription) at \(path(context))"
+        @unknown default:
+            return "the body could not be decoded: \(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: return "an integer"
+        case is Double.Type, is Float.Type: return "a number"
+        case is [Any].Type: return "an array"
+        case is [String: Any].Type: return "an object"
+        default: return "\(type)"
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import MicroHTTP
+
+/// An RFC 9457 problem: every failure the service answers is one of these, sent as
+/// `application/problem+json` with a stable `type`.
+public struct Problem: Error, Sendable, Equatable {
+    /// The HTTP status code.
+    public var status: Int
+    /// The stable last segment of the problem's `type` URI, for example `invalid-action`.
+    public var kind: String
+    /// A short human summary of the kind of problem.
+    public var title: String
+    /// What was wrong with this request in particular.
+    public var detail: String
+    /// Seconds after which a retry may succeed (sent as `Retry-After`).
+    public var retryAfter: Int?
+
+    /// Creates a problem.
+    public init(status: Int, kind: String, title: String, detail: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.kind = kind
+        self.title = title
+        self.detail = detail
+        self.retryAfter = retryAfter
+    }
+
+    /// The URI prefix of every problem `type` the service answers with.
+    public static let typePrefix = "urn:reactor-server:problem:"
+
+    /// The full `type` URI.
+    public var type: String { Problem.typePrefix + kind }
+
+    /// The problem as `application/problem+json` bytes (sorted keys).
+    public var json: [UInt8] {
+        var object = JSONObjectWriter()
+        object.add("detail", string: detail)
+        object.add("status", raw: String(status))
+        object.add("title", string: title)
+        object.add("type", string: type)
+        return object.finish()
+    }
+
+    /// The problem as an HTTP response.
+    public var response: HTTPResponse {
+        var headers: HTTPHeaders = ["Content-Type": "application/problem+json"]
+        if let retryAfter { headers["Retry-After"] = String(retryAfter) }
+        return HTTPResponse(status: status, headers: headers, body: json)
+    }
+}
+
+extension Problem {
+    static func notFound(_ detail: String) -> Problem {
+        Problem(status: 404, kind: "not-found", title: "Not Found", detail: detail)
+    }
+
+    static func noSuchInstance(_ id: String) -> Problem {
+        Problem(status: 404, kind: "unknown-instance", title: "Unknown reactor instance",
+                detail: "no reactor instance has the id '\(id)' (it may have been deleted or expired)")
+    }
+
+    static func methodNotAllowed(_ method: String, path: String, allowed: [String]) -> Problem {
+        Problem(status: 405, kind: "method-not-allowed", title: "Method Not Allowed",
+                detail: "\(method) is not allowed on \(path); allowed: \(allowed.joined(separator: ", "))")
+    }
+
+    static func invalidBody(_ detail: String) -> Problem {
+        Problem(status: 400, kind: "invalid-body", title: "Invalid request body", detail: detail)
+    }
+
+    static func invalidAction(_ detail: String) -> Problem {
+        Problem(status: 400, kind: "invalid-action", title: "Invalid action", detail: detail)
+    }
+
+    static func unknownType(_ name: String, known: [String]) -> Problem {
+        Problem(status: 400, kind: "unknown-type", title: "Unknown reactor type",
+                detail: "no reactor type is registered as '\(name)'; known types: \(known.joined(separator: ", "))")
+    }
+
+    static func unsupportedMediaType(_ contentType: String) -> Problem {
+        Problem(status: 415, kind: "unsupported-media-type", title: "Unsupported Media Type",
+                detail: "the body must be JSON (application/json), not '\(contentType)'")
+    }
+
+    static func invalidParameter(_ detail: String) -> Problem {
+        Problem(status: 400, kind: "invalid-parameter", title: "Invalid parameter", detail: detail)
+    }
+
+    static func tooManyInstances(limit: Int) -> Problem {
+        Problem(status: 429, kind: "too-many-instances", title: "Too many reactor instances",
+                detail: "the server holds its limit of \(limit) reactor instances; delete one or retry later",
+                retryAfter: 5)
+    }
+
+    static func tooManyStreams(limit: Int, perInstance: Bool) -> Problem {
+        Problem(status: perInstance ? 429 : 503, kind: "too-many-streams", title: "Too many event streams",
+                detail: perInstance
+                    ? "this instance already has its limit of \(limit) event streams"
+                    : "the server holds its limit of \(limit) event streams",
+                retryAfter: 5)
+    }
+
+    static func serverError(status: Int, detail: String) -> Problem {
+        switch status {
+        case 413:
+            return Problem(status: 413, kind: "body-too-large", title: "Content Too Large", detail: detail)
+        case 431:
+            return Problem(status: 431, kind: "headers-too-large", title: "Request Header Fields Too Large",
+                           detail: detail)
+        case 503:
+            return Problem(status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
+                           retryAfter: 1)
+        default:
+            return Problem(status: status, kind: "bad-request", title: "Bad Request", detail: detail)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import ReactorCore
+
+/// The reactor types a service can create instances of, each under a name.
+///
+/// ```swift
+/// var registry = ReactorRegistry()
+/// registry.register("counter", exampleActions: [.increase, .decrease]) { CounterReactor() }
+/// ```
+/// Any reactor whose `Action` and `State` are Codable can be served this way.
+public struct ReactorRegistry: Sendable {
+    private var types: [String: RegisteredType] = [:]
+    private var order: [String] = []
+
+    /// Creates an empty registry.
+    public init() {}
+
+    /// Registers a reactor type under `name`.
+    /// - Parameters:
+    ///   - name: the name clients use in `POST /reactors {"type": name}`.
+    ///   - summary: one line describing the type, shown by `GET /types`.
+    ///   - exampleActions: actions shown by `GET /types` as examples of the action JSON.
+    ///   - make: creates a fresh reactor for each new instance.
+    public mutating func register<R: Reactor>(
+        _ name: String,
+        summary: String = "",
+        exampleActions: [R.Action] = [],
+        make: @escaping @Sendable () -> R
+    ) {
+        precondition(!name.isEmpty, "a reactor type needs a name")
+        if types[name] == nil { order.append(name) }
+        types[name] = RegisteredType(name: name, summary: summary, exampleActions: exampleActions, make: make)
+    }
+
+    /// The registered names, in registration order.
+    public var names: [String] { order }
+
+    func type(named name: String) -> RegisteredType? { types[name] }
+
+    var allTypes: [RegisteredType] { order.compactMap { types[$0] } }
+}
+
+/// One registered reactor type, with what `GET /types` shows of it and how to host a new instance.
+struct RegisteredType: Sendable {
+    let name: String
+    let summary: String
+    /// The JSON of each example action.
+    let exampleActionsJSON: [[UInt8]]
+    /// The JSON of the initial state of a fresh instance.
+    let initialStateJSON: [UInt8]
+    /// Creates and hosts a new instance with the given id.
+    let host: @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
+
+    init<R: Reactor>(name: String, summary: String, exampleActions: [R.Action], make: @escaping @Sendable () -> R) {
+        self.name = name
+        self.summary = summary
+        self.exampleActionsJSON = exampleActions.map { JSONCoding.encodeState($0) }
+        let probe = make()
+        self.initialStateJSON = JSONCoding.encodeState(probe.initialState)
+        probe.dispose()
+        self.host = { id, context in HostedReactor(id: id, typeName: name, reactor: make(), context: context) }
+    }
+
+    /// `{"exampleActions":[…],"initialState":{…},"name":"…","summary":"…"}`
+    var json: [UInt8] {
+        var actions: [UInt8] = [UInt8(ascii: "[")]
+        for (index, action) in exampleActionsJSON.enumerated() {
+            if index > 0 { actions.append(UInt8(ascii: ",")) }
+            actions.append(contentsOf: action)
+        }
+        actions.append(UInt8(ascii: "]"))
+        var object = JSONObjectWriter()
+        object.add("exampleActions", json: actions)
+        object.add("initialState", json: initialStateJSON)
+        object.add("name", string: name)
+        object.add("summary", string: summary)
+        return object.finish()
+    }
+}

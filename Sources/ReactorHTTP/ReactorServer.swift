@@ -1,0 +1,64 @@
+import Logging
+import MicroHTTP
+import Synchronization
+
+/// A reactor service on its own HTTP server, with idle-instance expiry running.
+///
+/// ```swift
+/// let server = ReactorServer(registry: registry)
+/// try server.start()
+/// // … later, on SIGTERM:
+/// server.shutdown()
+/// ```
+public final class ReactorServer: Sendable {
+    /// The reactor service behind the routes.
+    public let service: ReactorService
+    private let http: HTTPServer
+    private let expiryPeriod: Duration
+    private let expiry = Mutex<Task<Void, Never>?>(nil)
+    private let logger: Logger
+
+    /// Creates a server; nothing listens until `start()`.
+    public init(registry: ReactorRegistry,
+                configuration: ReactorServiceConfiguration = .init(),
+                http httpConfiguration: HTTPServerConfiguration = .init(),
+                logger: Logger = Logger(label: "reactor-server")) {
+        let service = ReactorService(registry: registry, configuration: configuration, logger: logger)
+        var httpConfiguration = httpConfiguration
+        httpConfiguration.errorResponse = { status, detail in
+            service.serverErrorResponse(status: status, detail: detail)
+        }
+        let router = service.makeRouter()
+        self.service = service
+        self.logger = logger
+        self.http = HTTPServer(configuration: httpConfiguration) { request in router.handle(request) }
+        self.expiryPeriod = min(max(configuration.idleTimeout / 4, .milliseconds(10)), .seconds(30))
+    }
+
+    /// Starts listening and expiring idle instances.
+    public func start() throws {
+        try http.start()
+        let service = self.service
+        let period = expiryPeriod
+        let sweeper = Task.detached(priority: .utility) {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: period) } catch { return }
+                service.expireIdleInstances()
+            }
+        }
+        expiry.withLock { $0 = sweeper }
+        logger.info("listening", metadata: ["port": "\(http.port)"])
+    }
+
+    /// The bound port (useful with port 0).
+    public var port: UInt16 { http.port }
+
+    /// Stops gracefully: stops accepting, answers in-flight requests, ends every event stream
+    /// with its last events and an `end` event, then disposes every instance.
+    public func shutdown() {
+        expiry.withLock { $0?.cancel() }
+        http.shutdown()
+        service.disposeAllInstances()
+        logger.info("stopped")
+    }
+}

@@ -1,0 +1,370 @@
+import Dispatch
+import Logging
+import MicroHTTP
+import ReactorCore
+import Synchronization
+
+/// The reactor service: one reactor instance per client session, actions in over
+/// `POST /reactors/{id}/actions`, states out as server-sent events. It builds a `Router`
+/// for any `HTTPServer`; `ReactorServer` puts the two together.
+public final class ReactorService: Sendable {
+    /// The limits and behaviour in force.
+    public let configuration: ReactorServiceConfiguration
+    let registry: ReactorRegistry
+    let store: InstanceStore
+    let metrics = ServiceMetrics()
+    let logger: Logger
+    private let openStreams = Atomic<Int>(0)
+    private let requestCount = Atomic<UInt64>(0)
+    private let typesJSON: [UInt8]
+    private let cors: CrossOriginPolicy
+
+    /// Creates a service serving the registered reactor types.
+    public init(registry: ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
+                logger: Logger = Logger(label: "reactor-server")) {
+        self.registry = registry
+        self.configuration = configuration
+        self.logger = logger
+        self.store = InstanceStore(limit: configuration.maxInstances)
+        self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
+        var types: [UInt8] = Array(#"{"types":["#.utf8)
+        for (index, type) in registry.allTypes.enumerated() {
+            if index > 0 { types.append(UInt8(ascii: ",")) }
+            types.append(contentsOf: type.json)
+        }
+        types.append(contentsOf: "]}".utf8)
+        self.typesJSON = types
+    }
+
+    /// How many instances are live.
+    public var instanceCount: Int { store.count }
+
+    /// How many event streams are open.
+    public var streamCount: Int { openStreams.load(ordering: .relaxed) }
+
+    /// The service's routes, with problem+json answers for unknown routes and methods.
+    public func makeRouter() -> Router {
+        var router = Router()
+        add(&router, .GET, "/types") { _, _ in
+            .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: self.typesJSON))
+        }
+        add(&router, .POST, "/reactors") { request, _ in .now(try self.createInstance(request)) }
+        add(&router, .GET, "/reactors/{id}") { request, _ in .now(try self.readInstance(request)) }
+        add(&router, .DELETE, "/reactors/{id}") { request, _ in .now(try self.deleteInstance(request)) }
+        add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
+        add(&router, .GET, "/reactors/{id}/events") { request, _ in .now(try self.openEvents(request)) }
+        add(&router, .GET, "/healthz") { _, _ in
+            .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ok"}"#.utf8)))
+        }
+        add(&router, .GET, "/metrics") { _, _ in
+            self.metrics.instanceCount(self.store.count)
+            self.metrics.streamCount(self.streamCount)
+            return .now(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                                     body: self.metrics.render()))
+        }
+        router.notFound = { request in
+            let scope = RequestScope(service: self, route: "unmatched", request: request)
+            return scope.finish(Problem.notFound("no route matches \(request.path)").response)
+        }
+        router.methodNotAllowed = { request, allowed in
+            let scope = RequestScope(service: self, route: "unmatched", request: request)
+            if request.method == .OPTIONS, let preflight = self.cors.preflight(request, allowed: allowed) {
+                return scope.finish(preflight)
+            }
+            let problem = Problem.methodNotAllowed(request.method.rawValue, path: request.path,
+                                                   allowed: allowed.map(\.rawValue))
+            return scope.finish(problem.response)
+        }
+        return router
+    }
+
+    /// Disposes instances idle for longer than the idle timeout with no open event stream.
+    /// - Returns: how many were disposed.
+    @discardableResult
+    public func expireIdleInstances() -> Int {
+        let now = configuration.now()
+        let timeout = configuration.idleTimeout.nanoseconds
+        let cutoff = now > timeout ? now - timeout : 0
+        let expired = store.removeIdle(before: cutoff)
+        for instance in expired {
+            instance.dispose(.expired)
+            logger.info("instance expired", metadata: ["instance": "\(instance.id)", "type": "\(instance.typeName)"])
+        }
+        if !expired.isEmpty { metrics.instanceCount(store.count) }
+        return expired.count
+    }
+
+    /// Disposes every instance, ending their streams; used when the server stops.
+    public func disposeAllInstances() {
+        for instance in store.removeAll() { instance.dispose(.shutdown) }
+        metrics.instanceCount(0)
+    }
+
+    /// Builds replies to errors the HTTP server finds itself (body or headers too large …).
+    public func serverErrorResponse(status: Int, detail: String) -> HTTPResponse {
+        Problem.serverError(status: status, detail: detail).response
+    }
+
+    // MARK: - Routes
+
+    private func createInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try requireJSON(request)
+        let body = try JSONCoding.decode(CreateInstanceRequest.self, from: request.body)
+        guard let type = registry.type(named: body.type) else {
+            throw Problem.unknownType(body.type, known: registry.names)
+        }
+        let context = InstanceContext(historyCapacity: configuration.historyCapacity,
+                                      subscriberLimit: configuration.maxStreamsPerInstance,
+                                      metrics: metrics, logger: logger, now: configuration.now)
+        let instance = try store.create { id in type.host(id, context) }
+        metrics.instanceCount(store.count)
+        logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
+        var headers = Self.jsonHeaders
+        headers["Location"] = "/reactors/\(instance.id)"
+        let latest = instance.timeline.latest
+        headers["ETag"] = Self.etag(latest.version)
+        return HTTPResponse(status: 201, headers: headers, body: Self.snapshotJSON(instance, latest))
+    }
+
+    private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request)
+        instance.touch()
+        let latest = instance.timeline.latest
+        let etag = Self.etag(latest.version)
+        var headers = Self.jsonHeaders
+        headers["ETag"] = etag
+        if let ifNoneMatch = request.headers["If-None-Match"],
+           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == etag || $0.trimmingSpaces == "*" }) {
+            headers["Content-Type"] = nil
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: headers, body: Self.snapshotJSON(instance, latest))
+    }
+
+    private func deleteInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let id = request.pathParameters["id"] ?? ""
+        guard let instance = store.remove(id) else { throw Problem.noSuchInstance(id) }
+        instance.dispose(.deleted)
+        metrics.instanceCount(store.count)
+        logger.info("instance deleted", metadata: ["instance": "\(id)"])
+        return HTTPResponse(status: 204)
+    }
+
+    private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
+        let instance = try self.instance(for: request)
+        try requireJSON(request)
+        let wait = try Self.flag(request.query["wait"], name: "wait")
+        let receipt = try instance.send(actionJSON: request.body)
+        instance.touch()
+        metrics.actionAccepted()
+        guard wait else {
+            return .now(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+        }
+        let timeout = configuration.waitTimeout
+        return .deferred(HTTPResponse.deferred { responder in
+            let reply = ReplyOnce(responder: responder, scope: scope)
+            instance.whenSettled(receipt) {
+                let latest = instance.timeline.latest
+                var headers = Self.jsonHeaders
+                headers["ETag"] = Self.etag(latest.version)
+                reply.send(HTTPResponse(status: 200, headers: headers, body: Self.snapshotJSON(instance, latest)))
+            }
+            // Whichever comes first answers; the later one is ignored.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
+                reply.send(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+            }
+        })
+    }
+
+    private func openEvents(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request)
+        let lastEventID = try Self.lastEventID(request)
+        let headers: HTTPHeaders = [
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        ]
+        if request.method == .HEAD { return HTTPResponse(status: 200, headers: headers) }
+        let limit = configuration.maxStreams
+        guard openStreams.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
+            openStreams.wrappingSubtract(1, ordering: .relaxed)
+            throw Problem.tooManyStreams(limit: limit, perInstance: false)
+        }
+        let subscriber = EventSubscriber(
+            timeline: instance.timeline, resumingAfter: lastEventID,
+            retryMilliseconds: configuration.retryMilliseconds
+        ) {
+            self.openStreams.wrappingSubtract(1, ordering: .relaxed)
+            instance.touch()
+        }
+        do {
+            try instance.timeline.attach(subscriber)
+        } catch {
+            openStreams.wrappingSubtract(1, ordering: .relaxed)
+            throw error
+        }
+        instance.touch()
+        return .stream(status: 200, headers: headers, source: subscriber,
+                       heartbeat: HTTPHeartbeat(interval: configuration.heartbeatInterval,
+                                                bytes: ServerSentEvents.heartbeat))
+    }
+
+    // MARK: - Helpers
+
+    private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
+        let id = request.pathParameters["id"] ?? ""
+        guard InstanceID.isWellFormed(id), let instance = store.instance(id) else {
+            throw Problem.noSuchInstance(id)
+        }
+        return instance
+    }
+
+    private func requireJSON(_ request: HTTPRequest) throws(Problem) {
+        guard let contentType = request.headers["Content-Type"] else { return }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
+        let accepted = mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
+            || mediaType == "application/x-www-form-urlencoded"
+        guard accepted else { throw Problem.unsupportedMediaType(contentType) }
+    }
+
+    static func lastEventID(_ request: HTTPRequest) throws(Problem) -> UInt64? {
+        guard let raw = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] else { return nil }
+        let text = raw.trimmingSpaces
+        if text.isEmpty { return nil }
+        guard let version = UInt64(text) else {
+            throw Problem.invalidParameter("Last-Event-ID must be a state version (a non-negative integer), not '\(text.prefix(64))'")
+        }
+        return version
+    }
+
+    static func flag(_ raw: String?, name: String) throws(Problem) -> Bool {
+        switch raw?.lowercased() {
+        case nil, "false", "0", "no": return false
+        case "", "true", "1", "yes": return true
+        case let other?:
+            throw Problem.invalidParameter("\(name) must be true or false, not '\(other.prefix(64))'")
+        }
+    }
+
+    static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json"]
+
+    static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
+
+    /// `{"id":…,"state":…,"type":…,"version":…}` with the shared state bytes spliced in.
+    static func snapshotJSON(_ instance: any HostedInstance, _ state: any VersionedState) -> [UInt8] {
+        let json = state.json
+        var object = JSONObjectWriter(capacity: json.count + 96)
+        object.add("id", string: instance.id)
+        object.add("state", json: json)
+        object.add("type", string: instance.typeName)
+        object.add("version", raw: String(state.version))
+        return object.finish()
+    }
+
+    static func receiptJSON(_ receipt: ActionReceipt) -> [UInt8] {
+        Array("{\"seq\":\(receipt.sequence)}".utf8)
+    }
+
+    // MARK: - Instrumentation
+
+    private func add(_ router: inout Router, _ method: HTTPMethod, _ pattern: String,
+                     _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply) {
+        router.add(method, pattern) { request in
+            let scope = RequestScope(service: self, route: pattern, request: request)
+            do {
+                switch try handler(request, scope) {
+                case .now(let response): return scope.finish(response)
+                case .deferred(let response): return response
+                }
+            } catch let problem as Problem {
+                return scope.finish(problem.response)
+            } catch {
+                return scope.finish(Problem(status: 500, kind: "internal", title: "Internal Server Error",
+                                            detail: "\(error)").response)
+            }
+        }
+    }
+
+    fileprivate func nextRequestID() -> UInt64 {
+        requestCount.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    fileprivate func finish(_ response: HTTPResponse, scope: RequestScope) -> HTTPResponse {
+        var response = response
+        cors.decorate(&response, for: scope.request)
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- scope.started
+        metrics.requestFinished(route: scope.route, method: scope.request.method.rawValue,
+                                status: response.status, nanoseconds: Int64(clamping: elapsed))
+        if logger.logLevel <= .debug {
+            logger.debug("request", metadata: [
+                "request-id": "\(scope.requestID)",
+                "method": "\(scope.request.method.rawValue)",
+                "path": "\(scope.request.path)",
+                "status": "\(response.status)",
+                "micros": "\(elapsed / 1000)",
+            ])
+        }
+        return response
+    }
+}
+
+/// What a route answers: a response now, or one whose completion the route took over.
+enum RouteReply: Sendable {
+    case now(HTTPResponse)
+    /// A deferred response that calls `RequestScope.finish` itself when it completes.
+    case deferred(HTTPResponse)
+}
+
+/// One request as the service's instrumentation sees it.
+struct RequestScope: Sendable {
+    let service: ReactorService
+    let route: String
+    let request: HTTPRequest
+    let started: UInt64
+    let requestID: UInt64
+
+    init(service: ReactorService, route: String, request: HTTPRequest) {
+        self.service = service
+        self.route = route
+        self.request = request
+        self.started = DispatchTime.now().uptimeNanoseconds
+        self.requestID = service.nextRequestID()
+    }
+
+    /// Adds CORS headers, records metrics and logs; returns the response to send.
+    func finish(_ response: HTTPResponse) -> HTTPResponse {
+        service.finish(response, scope: self)
+    }
+}
+
+/// Sends one deferred reply, whichever of its racing causes (settled or timed out) comes first.
+final class ReplyOnce: Sendable {
+    private let responder: HTTPResponder
+    private let scope: RequestScope
+    private let sent = Atomic<Bool>(false)
+
+    init(responder: HTTPResponder, scope: RequestScope) {
+        self.responder = responder
+        self.scope = scope
+    }
+
+    func send(_ response: HTTPResponse) {
+        guard !sent.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        responder.respond(scope.finish(response))
+    }
+}
+
+/// The JSON body of `POST /reactors`.
+struct CreateInstanceRequest: Decodable {
+    let type: String
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}
+
+extension String {
+    var trimmingSpaces: String { self[...].trimmingSpaces }
+}

@@ -1,0 +1,40 @@
+import Dispatch
+
+/// Limits and behaviour of a reactor service. Every field has a flag and an environment
+/// variable in `reactor-server`.
+public struct ReactorServiceConfiguration: Sendable {
+    /// The most live instances; creating one more answers 429.
+    public var maxInstances = 100_000
+    /// The most open event streams in the whole server; one more answers 503.
+    public var maxStreams = 20_000
+    /// The most open event streams on one instance; one more answers 429.
+    public var maxStreamsPerInstance = 10_000
+    /// How many recent states each instance keeps for `Last-Event-ID` replay.
+    public var historyCapacity = 256
+    /// An instance untouched for this long with no open event stream is disposed.
+    public var idleTimeout: Duration = .seconds(30 * 60)
+    /// The longest `?wait=true` holds a request before answering 202.
+    public var waitTimeout: Duration = .seconds(10)
+    /// How often an idle event stream gets a heartbeat comment.
+    public var heartbeatInterval: Duration = .seconds(15)
+    /// The `retry:` hint sent to event-stream clients, in milliseconds.
+    public var retryMilliseconds = 3000
+    /// Origins allowed to call the service from a browser (CORS); empty disables CORS,
+    /// `["*"]` allows any origin.
+    public var allowedOrigins: [String] = []
+    /// Monotonic nanoseconds, for idle expiry; replaceable in tests.
+    public var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+
+    /// The defaults described on each field.
+    public init() {}
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

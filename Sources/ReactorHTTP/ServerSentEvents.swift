@@ -1,0 +1,33 @@
+/// Frames server-sent events (the `text/event-stream` format).
+enum ServerSentEvents {
+    /// `retry:` hint sent first: how long a client waits before reconnecting, in milliseconds.
+    static func retry(milliseconds: Int) -> [UInt8] {
+        Array("retry: \(milliseconds)\n\n".utf8)
+    }
+
+    /// A heartbeat comment; it keeps proxies from closing an idle stream and lets the server
+    /// notice a client that went away.
+    static let heartbeat: [UInt8] = Array(": heartbeat\n\n".utf8)
+
+    /// `id: <version>` / `event: state` / `data: <state JSON>`.
+    static func appendState(_ state: any VersionedState, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "id: \(state.version)\nevent: state\ndata: ".utf8)
+        bytes.append(contentsOf: state.json)
+        bytes.append(contentsOf: [0x0A, 0x0A])
+    }
+
+    /// An event with a name and single-line JSON data, without an id.
+    static func event(_ name: String, json: [UInt8]) -> [UInt8] {
+        var bytes = Array("event: \(name)\ndata: ".utf8)
+        bytes.append(contentsOf: json)
+        bytes.append(contentsOf: [0x0A, 0x0A])
+        return bytes
+    }
+
+    /// `event: end` with the reason the stream ends, the last event a stream sends.
+    static func end(_ reason: StreamEndReason) -> [UInt8] {
+        var object = JSONObjectWriter()
+        object.add("reason", string: reason.rawValue)
+        return event("end", json: object.finish())
+    }
+}

@@ -1,0 +1,95 @@
+import Synchronization
+
+/// Why an instance's event streams end.
+enum StreamEndReason: String, Sendable {
+    case deleted
+    case expired
+    case shutdown
+}
+
+/// The states an instance has published, as its event streams see them: the latest, a bounded
+/// history for `Last-Event-ID` replay, and the subscribers to wake when either changes.
+/// A publisher only stores and wakes; each subscriber pulls (and so conflates) at its own pace.
+final class StateTimeline: Sendable {
+    private struct Storage {
+        var latest: any VersionedState
+        var history: StateHistory
+        var subscribers: [EventSubscriber] = []
+        var endReason: StreamEndReason?
+    }
+
+    private let storage: Mutex<Storage>
+    /// The most event streams one instance may have open at once.
+    let subscriberLimit: Int
+
+    init(initial: any VersionedState, historyCapacity: Int, subscriberLimit: Int) {
+        var history = StateHistory(capacity: historyCapacity)
+        history.append(initial)
+        storage = Mutex(Storage(latest: initial, history: history))
+        self.subscriberLimit = subscriberLimit
+    }
+
+    /// The latest state and, once the instance is gone, why its streams end.
+    var current: (latest: any VersionedState, endReason: StreamEndReason?) {
+        storage.withLock { ($0.latest, $0.endReason) }
+    }
+
+    /// The latest state.
+    var latest: any VersionedState { storage.withLock { $0.latest } }
+
+    /// How many event streams are open on this instance.
+    var subscriberCount: Int { storage.withLock { $0.subscribers.count } }
+
+    /// Stores a newly published state and wakes every subscriber. Versions that are not newer
+    /// than the latest are ignored, so the stream's versions only increase.
+    func publish(_ state: any VersionedState) {
+        let subscribers: [EventSubscriber]? = storage.withLock { storage in
+            guard state.version > storage.latest.version, storage.endReason == nil else { return nil }
+            storage.latest = state
+            storage.history.append(state)
+            return storage.subscribers.isEmpty ? nil : storage.subscribers
+        }
+        subscribers?.forEach { $0.wake() }
+    }
+
+    /// Queues an already-framed event (an `error` event) on every subscriber.
+    func broadcast(event: [UInt8]) {
+        let subscribers = storage.withLock { $0.subscribers }
+        subscribers.forEach { $0.enqueue(event: event) }
+    }
+
+    /// The states after `version` for replay, or nil when the history no longer holds them all.
+    func states(after version: UInt64) -> [any VersionedState]? {
+        storage.withLock { $0.history.states(after: version) }
+    }
+
+    /// Adds a subscriber, unless the instance is gone or at its limit.
+    func attach(_ subscriber: EventSubscriber) throws(Problem) {
+        let outcome: Problem? = storage.withLock { storage in
+            if storage.endReason != nil { return Problem.notFound("the instance has ended") }
+            if storage.subscribers.count >= subscriberLimit {
+                return Problem.tooManyStreams(limit: subscriberLimit, perInstance: true)
+            }
+            storage.subscribers.append(subscriber)
+            return nil
+        }
+        if let outcome { throw outcome }
+    }
+
+    /// Removes a subscriber whose stream has closed.
+    func detach(_ subscriber: EventSubscriber) {
+        storage.withLock { storage in
+            storage.subscribers.removeAll { $0 === subscriber }
+        }
+    }
+
+    /// Ends every stream: subscribers send their last events and an `end` event, then close.
+    func end(_ reason: StreamEndReason) {
+        let subscribers: [EventSubscriber] = storage.withLock { storage in
+            guard storage.endReason == nil else { return [] }
+            storage.endReason = reason
+            return storage.subscribers
+        }
+        subscribers.forEach { $0.wake() }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An answer from the server.
+struct Reply: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let body: Data
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The body parsed as a JSON object.
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+    }
+}
+
+/// A URLSession client for one server.
+struct HTTPClient: Sendable {
+    let base: String
+    private let session: URLSession
+
+    init(base: String) {
+        self.base = base
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        configuration.timeoutIntervalForRequest = 30
+        self.session = URLSession(configuration: configuration)
+    }
+
+    func send(_ method: String, _ path: String, body: String? = nil,
+              headers: [String: String] = [:]) async throws -> Reply {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            if headers["Content-Type"] == nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw TestFailure("not an HTTP response") }
+        var fields: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            fields["\(key)"] = "\(value)"
+        }
+        return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> Reply {
+        try await send("GET", path, headers: headers)
+    }
+
+    func post(_ path: String, _ body: String, headers: [String: String] = [:]) async throws -> Reply {
+        try await send("POST", path, body: body, headers: headers)
+    }
+
+    /// Creates an instance and returns its id.
+    func create(_ type: String) async throws -> String {
+        let reply = try await post("/reactors", #"{"type":"\#(type)"}"#)
+        guard reply.status == 201, let id = reply.json["id"] as? String else {
+            throw TestFailure("create \(type): \(reply.status) \(reply.text)")
+        }
+        return id
+    }
+}
