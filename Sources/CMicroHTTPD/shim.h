@@ -2,7 +2,80 @@
 #define CMICROHTTPD_SHIM_H
 #include <stdint.h>
 #include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
+
+/*
+ * Wrappers for what Swift cannot call directly: the variadic functions of
+ * libmicrohttpd (MHD_start_daemon, MHD_get_daemon_info, MHD_get_connection_info)
+ * and an unescape callback that leaves URIs untouched so that the Swift side
+ * sees the raw path and decodes it itself.
+ */
+
+/** Options for cmhd_start_daemon; zero means "libmicrohttpd's default" unless noted. */
+struct cmhd_options {
+  unsigned int thread_pool_size;
+  unsigned int connection_limit;
+  size_t connection_memory_limit;
+  unsigned int connection_timeout_seconds;
+  MHD_RequestCompletedCallback notify_completed;
+  void *notify_completed_cls;
+  /** Listen address; its port may be 0 for an ephemeral port. Required. */
+  const struct sockaddr *sock_addr;
+};
+
+/** Leaves the string as it is: the URI stays percent-encoded for the Swift side. */
+static inline size_t cmhd_unescape_keep(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls; (void)c;
+  return strlen(s);
+}
+
+static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t port,
+                                                   MHD_AccessHandlerCallback handler,
+                                                   void *handler_cls,
+                                                   const struct cmhd_options *o) {
+  struct MHD_OptionItem items[10];
+  int n = 0;
+  if (o->thread_pool_size > 1) {
+    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)o->thread_pool_size, NULL };
+  }
+  if (o->connection_limit > 0) {
+    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)o->connection_limit, NULL };
+  }
+  if (o->connection_memory_limit > 0) {
+    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->connection_memory_limit, NULL };
+  }
+  items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->connection_timeout_seconds, NULL };
+  items[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *)o->sock_addr };
+  items[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+  return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                          MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
+                          MHD_OPTION_UNESCAPE_CALLBACK, cmhd_unescape_keep, NULL,
+                          MHD_OPTION_ARRAY, items,
+                          MHD_OPTION_END);
+}
+
+/** The port the daemon is bound to, or 0 when unknown. */
+static inline uint16_t cmhd_bind_port(struct MHD_Daemon *d) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  return info == NULL ? 0 : info->port;
+}
+
+/** Length of the request's header section, or 0 when unknown. */
+static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+  return info == NULL ? 0 : info->header_size;
+}
+
+/** MHD_CONTENT_READER_END_OF_STREAM and MHD_SIZE_UNKNOWN are macros Swift cannot import. */
+static inline ssize_t cmhd_end_of_stream(void) { return (ssize_t)MHD_CONTENT_READER_END_OF_STREAM; }
+static inline ssize_t cmhd_end_with_error(void) { return (ssize_t)MHD_CONTENT_READER_END_WITH_ERROR; }
+static inline uint64_t cmhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+
 #endif

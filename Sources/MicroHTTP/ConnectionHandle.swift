@@ -1,0 +1,25 @@
+import CMicroHTTPD
+import Glibc
+
+/// A libmicrohttpd connection pointer that may cross threads.
+///
+/// `@unchecked Sendable` is safe because Swift never dereferences the pointer: it is only passed to
+/// `MHD_suspend_connection` / `MHD_resume_connection`, which libmicrohttpd documents as callable from
+/// any thread, and every owner (``HTTPStream``, ``HTTPResponder``) calls them under its own lock and
+/// only while the connection is alive (a suspended connection cannot complete, and owners stop using
+/// the handle once the completion callback has run).
+struct ConnectionHandle: @unchecked Sendable {
+    let raw: OpaquePointer
+
+    func suspend() { MHD_suspend_connection(raw) }
+    func resume() { MHD_resume_connection(raw) }
+}
+
+/// Monotonic time in nanoseconds (coarse clock: cheap enough for every write).
+enum MonotonicClock {
+    static func nanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}

@@ -1,0 +1,78 @@
+/// An HTTP response: a status, header fields and one of several body kinds.
+public struct HTTPResponse: Sendable {
+    /// How the body is produced.
+    enum Body: Sendable {
+        case bytes([UInt8])
+        case stream(any HTTPStreamSource, HTTPHeartbeat?)
+        case deferred(@Sendable (HTTPResponder) -> Void)
+    }
+
+    /// The status code (100–999; anything else is sent as 500).
+    public var status: Int
+    /// Header fields to send. `Content-Length` and `Transfer-Encoding` are set by the server.
+    public var headers: HTTPHeaders
+    var kind: Body
+
+    /// A response with a fixed body.
+    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.kind = .bytes(body)
+    }
+
+    init(status: Int, headers: HTTPHeaders, kind: Body) {
+        self.status = status
+        self.headers = headers
+        self.kind = kind
+    }
+
+    /// The fixed body; empty for streamed and deferred responses. Setting it makes the body fixed.
+    public var body: [UInt8] {
+        get {
+            if case .bytes(let bytes) = kind { return bytes }
+            return []
+        }
+        set { kind = .bytes(newValue) }
+    }
+
+    /// Chunked streaming body pulled from `source`; heartbeat bytes written when idle for the interval.
+    public static func stream(status: Int = 200, headers: HTTPHeaders, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat? = nil) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, kind: .stream(source, heartbeat))
+    }
+
+    /// Reply later, from any thread: the connection is suspended until `responder.respond(_:)` is called (exactly once).
+    public static func deferred(_ start: @escaping @Sendable (HTTPResponder) -> Void) -> HTTPResponse {
+        HTTPResponse(status: 0, headers: [:], kind: .deferred(start))
+    }
+
+    /// Reply from a Swift task (built on `deferred`).
+    public static func async(_ body: @escaping @Sendable () async -> HTTPResponse) -> HTTPResponse {
+        deferred { responder in
+            Task { responder.respond(await body()) }
+        }
+    }
+
+    /// A plain-text response, handy for errors and tests.
+    public static func text(_ text: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
+    }
+}
+
+/// Heartbeat of a streamed response: `bytes` are written whenever nothing was written for `interval`.
+public struct HTTPHeartbeat: Sendable {
+    /// Idle time after which the heartbeat is written.
+    public let interval: Duration
+    /// The bytes written, e.g. `Array(": keep-alive\n\n".utf8)` for server-sent events.
+    public let bytes: [UInt8]
+
+    /// A heartbeat of `bytes` every `interval` of silence (at least 1 ms).
+    public init(interval: Duration, bytes: [UInt8]) {
+        self.interval = max(interval, .milliseconds(1))
+        self.bytes = bytes
+    }
+
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = interval.components
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+}

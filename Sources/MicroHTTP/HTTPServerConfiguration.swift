@@ -1,0 +1,62 @@
+import Glibc
+
+/// Settings of an ``HTTPServer``.
+///
+/// Header size and memory: libmicrohttpd keeps the request line and header fields in each
+/// connection's memory pool. The server sizes that pool to at least `maxHeaderSize` plus
+/// ``headerPoolMargin`` so that any header section up to `maxHeaderSize` reaches the server, which
+/// answers 431 through `errorResponse` when a header section is larger than `maxHeaderSize`.
+/// A header section too large even for the pool is refused by libmicrohttpd itself (431, or 414 for
+/// a request line) with its own short body.
+public struct HTTPServerConfiguration: Sendable {
+    /// Address to listen on (IPv4 or IPv6 literal).
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free port (read ``HTTPServer/port`` after start).
+    public var port: UInt16 = 0
+    /// Worker threads of the poll-based thread pool; defaults to the active processor count.
+    public var threads = HTTPServerConfiguration.activeProcessorCount
+    /// Maximum simultaneous connections; the open-file soft limit is raised to fit when possible.
+    public var connectionLimit = 16_384
+    /// Memory pool per connection in bytes (holds the request headers and I/O buffers).
+    public var connectionMemoryLimit = 32 * 1024
+    /// Closes connections idle for this long (rounded up to whole seconds); nil never does.
+    /// Suspended connections (idle streams, deferred replies) never time out.
+    public var connectionTimeout: Duration? = nil
+    /// Largest accepted request body; larger ones are answered 413.
+    public var maxBodySize = 1 << 20
+    /// Largest accepted header section (request line and fields); larger ones are answered 431.
+    public var maxHeaderSize = 16 * 1024
+    /// Upper bound on the wait for in-flight requests and streams during ``HTTPServer/shutdown()``.
+    /// Deferred replies still pending at half of it are answered 503; streams still open then are ended.
+    public var shutdownTimeout: Duration = .seconds(10)
+    /// Builds replies to errors found by the server itself (413, 431, 400 …): status, short detail.
+    public var errorResponse: @Sendable (_ status: Int, _ detail: String) -> HTTPResponse = { status, detail in
+        HTTPResponse.text(detail + "\n", status: status)
+    }
+
+    /// Defaults as documented on each property.
+    public init() {}
+
+    /// Working room added to `maxHeaderSize` when sizing the connection pool.
+    public static let headerPoolMargin = 4 * 1024
+
+    /// The memory pool size handed to libmicrohttpd.
+    var effectiveMemoryLimit: Int {
+        max(connectionMemoryLimit, maxHeaderSize + Self.headerPoolMargin)
+    }
+
+    /// Number of processors currently online (at least 1).
+    public static var activeProcessorCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
+
+/// Why an ``HTTPServer`` could not start.
+public enum HTTPServerError: Error, Sendable, Equatable {
+    /// `host` is not an IPv4 or IPv6 address literal.
+    case invalidHost(String)
+    /// libmicrohttpd could not start (port in use, no permission, limits …).
+    case startFailed(host: String, port: UInt16)
+    /// `start()` was called twice, or after `shutdown()`.
+    case alreadyStarted
+}

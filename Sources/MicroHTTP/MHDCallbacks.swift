@@ -1,0 +1,198 @@
+import CMicroHTTPD
+import Glibc
+
+/// The C callbacks handed to libmicrohttpd. All are nonisolated static functions; their context
+/// arrives through `cls` as an unmanaged reference.
+enum MHDCallbacks {
+    static let yes = MHD_Result.YES
+    static let no = MHD_Result.NO
+
+    // MARK: Access handler
+
+    static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+        guard let cls, let connection, let conCls, let uploadSize else { return no }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+
+        guard let existing = conCls.pointee else {
+            // First call: headers only. Answering here would force `Connection: close`, so only
+            // requests that are refused anyway are answered now.
+            if let refusal = refusal(connection: connection, core: core) {
+                return queue(core.configuration.errorResponse(refusal.status, refusal.detail), on: connection, context: nil, core: core)
+            }
+            core.requestStarted()
+            conCls.pointee = Unmanaged.passRetained(RequestContext()).toOpaque()
+            return yes
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+        if let responder = context.responder {
+            // Resumed after a deferred reply.
+            context.responder = nil
+            let response = responder.takeResponse() ?? core.configuration.errorResponse(500, "No response")
+            return queue(response, on: connection, context: context, core: core)
+        }
+
+        if uploadSize.pointee > 0 {
+            let count = uploadSize.pointee
+            if !context.bodyTooLarge {
+                if context.body.count + count > core.configuration.maxBodySize {
+                    context.bodyTooLarge = true
+                    context.body = []
+                } else if let uploadData {
+                    context.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: count))
+                }
+            }
+            uploadSize.pointee = 0
+            return yes
+        }
+
+        if context.bodyTooLarge {
+            return queue(core.configuration.errorResponse(413, "Request body too large"), on: connection, context: context, core: core)
+        }
+
+        let request = makeRequest(connection: connection, url: url, method: method, body: context.body)
+        context.body = []
+        return queue(core.handler(request), on: connection, context: context, core: core)
+    }
+
+    /// Requests refused on sight: header section or declared body over the limits.
+    private static func refusal(connection: OpaquePointer, core: ServerCore) -> (status: Int, detail: String)? {
+        let configuration = core.configuration
+        if cmhd_request_header_size(connection) > configuration.maxHeaderSize {
+            return (431, "Request header fields too large")
+        }
+        if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") {
+            var length = 0
+            var pointer = value
+            var digits = 0
+            while case let byte = UInt8(bitPattern: pointer.pointee), byte >= 0x30, byte <= 0x39 {
+                length = length > (Int.max - 9) / 10 ? Int.max : length * 10 + Int(byte - 0x30)
+                pointer += 1
+                digits += 1
+            }
+            if digits > 0, length > configuration.maxBodySize {
+                return (413, "Request body too large")
+            }
+        }
+        return nil
+    }
+
+    private static func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8]) -> HTTPRequest {
+        var headers = HTTPHeaders()
+        _ = withUnsafeMutablePointer(to: &headers) { pointer in
+            MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
+        }
+        var query: [String: String] = [:]
+        _ = withUnsafeMutablePointer(to: &query) { pointer in
+            MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectArgument, pointer)
+        }
+        return HTTPRequest(
+            method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
+            path: url.map { String(cString: $0) } ?? "/",
+            query: query,
+            headers: headers,
+            body: body
+        )
+    }
+
+    private static let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls, let key else { return yes }
+        let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
+        headers.pointee.add(String(cString: key), value.map { String(cString: $0) } ?? "")
+        return yes
+    }
+
+    private static let collectArgument: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls, let key else { return yes }
+        let query = cls.assumingMemoryBound(to: [String: String].self)
+        let name = PercentDecoding.decodeOrKeep(Substring(String(cString: key)), plusAsSpace: true)
+        let decoded = value.map { PercentDecoding.decodeOrKeep(Substring(String(cString: $0)), plusAsSpace: true) }
+        query.pointee[name] = decoded ?? ""
+        return yes
+    }
+
+    // MARK: Queueing responses
+
+    /// Queues `response` (or suspends for a deferred one). `context` is nil only for refusals on the first call.
+    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext?, core: ServerCore) -> MHD_Result {
+        let status = (100...999).contains(response.status) ? UInt32(response.status) : 500
+        let mhdResponse: OpaquePointer?
+        switch response.kind {
+        case .bytes(let body):
+            mhdResponse = body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        case .stream(let source, let heartbeat):
+            guard let context else { return no }
+            let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection))
+            context.stream = stream
+            mhdResponse = MHD_create_response_from_callback(
+                cmhd_size_unknown(), 4096, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
+        case .deferred(let start):
+            guard let context else { return no }
+            let responder = core.makeResponder(connection: ConnectionHandle(raw: connection))
+            context.responder = responder
+            // Suspend before the responder escapes, so its resume always follows this suspend.
+            MHD_suspend_connection(connection)
+            start(responder)
+            return yes
+        }
+        guard let mhdResponse else { return no }
+        for (name, value) in response.headers {
+            _ = MHD_add_response_header(mhdResponse, name, value)
+        }
+        if core.isShuttingDown {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        let result = MHD_queue_response(connection, status, mhdResponse)
+        MHD_destroy_response(mhdResponse)
+        return result
+    }
+
+    // MARK: Streams
+
+    static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
+        guard let cls, let buffer else { return cmhd_end_with_error() }
+        let stream = Unmanaged<HTTPStream>.fromOpaque(cls).takeUnretainedValue()
+        let result = stream.read(into: UnsafeMutableRawPointer(buffer), max: max)
+        return result < 0 ? cmhd_end_of_stream() : result
+    }
+
+    static let streamFree: MHD_ContentReaderFreeCallback = { cls in
+        guard let cls else { return }
+        Unmanaged<HTTPStream>.fromOpaque(cls).release()
+    }
+
+    // MARK: Completion
+
+    static let notifyCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
+        guard let cls, let conCls, let pointer = conCls.pointee else { return }
+        conCls.pointee = nil
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
+        if let stream = context.stream {
+            core.streamClosed(stream, reason: closeReason(termination, shuttingDown: core.isShuttingDown))
+        }
+        core.requestFinished()
+    }
+
+    private static func closeReason(_ termination: MHD_RequestTerminationCode, shuttingDown: Bool) -> HTTPStreamCloseReason {
+        switch termination {
+        case .REQUEST_TERMINATED_COMPLETED_OK: shuttingDown ? .serverShutdown : .finished
+        case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: .serverShutdown
+        case .REQUEST_TERMINATED_WITH_ERROR, .REQUEST_TERMINATED_READ_ERROR,
+             .REQUEST_TERMINATED_CLIENT_ABORT, .REQUEST_TERMINATED_TIMEOUT_REACHED: .clientDisconnected
+        default: .error
+        }
+    }
+
+    // MARK: Panic
+
+    static let panic: MHD_PanicCallback = { _, file, line, reason in
+        let where_ = file.map { String(cString: $0) } ?? "?"
+        let why = reason.map { String(cString: $0) } ?? "unknown"
+        let message = "libmicrohttpd panic at \(where_):\(line): \(why)\n"
+        _ = message.withCString { write(2, $0, strlen($0)) }
+        abort()
+    }
+}

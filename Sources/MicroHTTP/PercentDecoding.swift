@@ -1,0 +1,56 @@
+/// Percent-decoding for paths and query strings.
+enum PercentDecoding {
+    /// Decodes `%HH` escapes (and `+` as space when `plusAsSpace`). Returns `nil` when an escape
+    /// is malformed or the result is not UTF-8; callers then keep the raw text.
+    static func decode(_ text: Substring, plusAsSpace: Bool) -> String? {
+        let utf8 = text.utf8
+        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(text)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let first = utf8.index(after: index)
+                guard first != utf8.endIndex else { return nil }
+                let second = utf8.index(after: first)
+                guard second != utf8.endIndex,
+                      let high = hexValue(utf8[first]), let low = hexValue(utf8[second]) else { return nil }
+                bytes.append(high << 4 | low)
+                index = utf8.index(after: second)
+                continue
+            }
+            bytes.append(plusAsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            index = utf8.index(after: index)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Decodes, keeping the raw text when it cannot be decoded.
+    static func decodeOrKeep(_ text: Substring, plusAsSpace: Bool) -> String {
+        decode(text, plusAsSpace: plusAsSpace) ?? String(text)
+    }
+
+    /// Parses `a=1&b=x+y`: names and values percent-decoded, `+` as space, last value wins.
+    static func query(_ query: Substring) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = decodeOrKeep(parts[0], plusAsSpace: true)
+            let value = parts.count > 1 ? decodeOrKeep(parts[1], plusAsSpace: true) : ""
+            result[name] = value
+        }
+        return result
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

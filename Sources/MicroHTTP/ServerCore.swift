@@ -1,0 +1,105 @@
+import Synchronization
+
+/// State shared by the server object and libmicrohttpd's callbacks: the handler, the
+/// configuration, and what graceful shutdown must wait for.
+final class ServerCore: Sendable {
+    private struct Registry {
+        var streams: [UInt64: HTTPStream] = [:]
+        var responders: [ObjectIdentifier: HTTPResponder] = [:]
+        var heartbeatTimer: Task<Void, Never>?
+    }
+
+    let configuration: HTTPServerConfiguration
+    let handler: HTTPHandler
+    private let shuttingDown = Atomic<Bool>(false)
+    private let inFlight = Atomic<Int>(0)
+    private let nextStreamID = Atomic<UInt64>(1)
+    private let registry = Mutex(Registry())
+
+    init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
+    var inFlightRequests: Int { inFlight.load(ordering: .acquiring) }
+
+    func requestStarted() { inFlight.add(1, ordering: .relaxed) }
+    func requestFinished() { inFlight.subtract(1, ordering: .releasing) }
+
+    // MARK: Streams
+
+    func makeStream(source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle) -> HTTPStream {
+        let id = nextStreamID.add(1, ordering: .relaxed).oldValue
+        let stream = HTTPStream(id: id, source: source, heartbeat: heartbeat, connection: connection, server: self)
+        let startTimer = registry.withLock { registry -> Bool in
+            registry.streams[id] = stream
+            return heartbeat != nil && registry.heartbeatTimer == nil
+        }
+        if startTimer { startHeartbeatTimer() }
+        return stream
+    }
+
+    func streamClosed(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {
+        _ = registry.withLock { $0.streams.removeValue(forKey: stream.id) }
+        stream.close(reason: reason)
+    }
+
+    var openStreams: [HTTPStream] { registry.withLock { Array($0.streams.values) } }
+
+    // MARK: Deferred replies
+
+    func makeResponder(connection: ConnectionHandle) -> HTTPResponder {
+        let responder = HTTPResponder(connection: connection) { [weak self] responder in
+            _ = self?.registry.withLock { $0.responders.removeValue(forKey: ObjectIdentifier(responder)) }
+        }
+        registry.withLock { $0.responders[ObjectIdentifier(responder)] = responder }
+        return responder
+    }
+
+    var pendingResponders: [HTTPResponder] { registry.withLock { Array($0.responders.values) } }
+
+    // MARK: Heartbeats
+
+    /// One timer per server: each tick looks at every stream with a heartbeat and wakes those idle
+    /// for their interval. It sleeps until the earliest next deadline (at most 250 ms, so a newly
+    /// opened stream is seen in time); idle streams are neither polled nor resumed in between.
+    private func startHeartbeatTimer() {
+        let task = Task.detached { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                let now = MonotonicClock.nanoseconds()
+                var next = now + 250_000_000
+                for stream in self.openStreams {
+                    if let due = stream.heartbeatTick(now: now) { next = min(next, due) }
+                }
+                let wait = max(next &- now, 1_000_000)
+                try? await Task.sleep(for: .nanoseconds(Int64(clamping: wait)))
+            }
+        }
+        let extra = registry.withLock { registry -> Task<Void, Never>? in
+            if registry.heartbeatTimer == nil {
+                registry.heartbeatTimer = task
+                return nil
+            }
+            return task
+        }
+        extra?.cancel()
+    }
+
+    // MARK: Shutdown
+
+    /// Marks the server as shutting down and wakes every stream so that sources see it.
+    func beginShutdown() {
+        shuttingDown.store(true, ordering: .sequentiallyConsistent)
+        for stream in openStreams { stream.wake() }
+    }
+
+    func stopHeartbeatTimer() {
+        let timer = registry.withLock { registry -> Task<Void, Never>? in
+            defer { registry.heartbeatTimer = nil }
+            return registry.heartbeatTimer
+        }
+        timer?.cancel()
+    }
+}

@@ -1,0 +1,64 @@
+import Testing
+@testable import MicroHTTP
+
+@Suite struct RouterTests {
+    private func router() -> Router {
+        var router = Router()
+        router.add(.GET, "/items/{id}") { request in .text("item \(request.pathParameters["id"] ?? "")") }
+        router.add(.POST, "/items/{id}/actions") { _ in HTTPResponse(status: 202) }
+        router.add(.DELETE, "/items/{id}") { _ in HTTPResponse(status: 204) }
+        router.add(.GET, "/static") { _ in .text("static") }
+        return router
+    }
+
+    @Test func matchesParametersPercentDecoded() {
+        let response = router().handle(HTTPRequest(method: .GET, target: "/items/a%20b"))
+        #expect(response.status == 200)
+        #expect(response.body == Array("item a b".utf8))
+    }
+
+    @Test func unknownPathIs404() {
+        #expect(router().handle(HTTPRequest(method: .GET, target: "/nope")).status == 404)
+        #expect(router().handle(HTTPRequest(method: .GET, target: "/items/")).status == 404)
+    }
+
+    @Test func wrongMethodIs405WithAllow() {
+        let response = router().handle(HTTPRequest(method: .PUT, target: "/items/1"))
+        #expect(response.status == 405)
+        #expect(response.headers["allow"] == "GET, DELETE, HEAD")
+    }
+
+    @Test func headUsesGetRoute() {
+        let response = router().handle(HTTPRequest(method: .HEAD, target: "/static"))
+        #expect(response.status == 200)
+    }
+
+    @Test func customBuilders() {
+        var router = router()
+        router.notFound = { _ in HTTPResponse(status: 404, body: Array("custom".utf8)) }
+        router.methodNotAllowed = { _, allowed in HTTPResponse(status: 405, body: Array("\(allowed.count)".utf8)) }
+        #expect(router.handle(HTTPRequest(method: .GET, target: "/x")).body == Array("custom".utf8))
+        #expect(router.handle(HTTPRequest(method: .PUT, target: "/static")).body == Array("2".utf8))
+    }
+
+    @Test func queryDecoding() {
+        let request = HTTPRequest(method: .GET, target: "/s?q=a+b%2Bc&x=%zz&x2=%E2%82%AC&empty&dup=1&dup=2")
+        #expect(request.query["q"] == "a b+c")
+        #expect(request.query["x"] == "%zz")
+        #expect(request.query["x2"] == "€")
+        #expect(request.query["empty"] == "")
+        #expect(request.query["dup"] == "2")
+    }
+
+    @Test func headersAreCaseInsensitive() {
+        var headers: HTTPHeaders = ["Content-Type": "a"]
+        headers.add("X-Multi", "1")
+        headers.add("x-multi", "2")
+        #expect(headers["content-type"] == "a")
+        #expect(headers.values(for: "X-MULTI") == ["1", "2"])
+        headers["X-Multi"] = "3"
+        #expect(headers.values(for: "x-multi") == ["3"])
+        headers["content-type"] = nil
+        #expect(headers.count == 1)
+    }
+}

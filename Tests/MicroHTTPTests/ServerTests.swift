@@ -1,0 +1,172 @@
+import Foundation
+import MicroHTTP
+import Testing
+
+@Suite struct ServerTests {
+    private static func router() -> Router {
+        var router = Router()
+        router.add(.GET, "/hello") { _ in .text("hello") }
+        router.add(.POST, "/echo") { request in HTTPResponse(status: 200, body: request.body) }
+        router.add(.GET, "/query") { request in
+            let pairs = request.query.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            return .text(pairs.joined(separator: "|"))
+        }
+        router.add(.GET, "/items/{id}") { request in .text("item:\(request.pathParameters["id"] ?? "")") }
+        router.add(.DELETE, "/items/{id}") { _ in HTTPResponse(status: 204) }
+        router.add(.GET, "/header") { request in .text(request.headers["x-test-header"] ?? "none") }
+        return router
+    }
+
+    @Test func portZeroBindsEphemeralPort() throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        #expect(server.port != 0)
+    }
+
+    @Test func keepAliveReusesOneConnection() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let url = "http://127.0.0.1:\(server.port)/hello"
+        let result = try await Clients.curl(["-w", "%{http_code} %{num_connects}\\n"] + Array(repeating: ["-o", "/dev/null", url], count: 50).flatMap { $0 })
+        let lines = result.output.split(separator: "\n")
+        #expect(lines.count == 50)
+        #expect(lines.allSatisfy { $0.hasPrefix("200 ") })
+        let connects = lines.compactMap { Int($0.split(separator: " ")[1]) }.reduce(0, +)
+        #expect(connects == 1)
+    }
+
+    @Test func bodyOverLimitByContentLengthIs413() async throws {
+        let server = try startServer({ $0.maxBodySize = 1024 }, router: Self.router())
+        defer { server.shutdown() }
+        let big = String(repeating: "x", count: 4096)
+        let result = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "--data-binary", big, "http://127.0.0.1:\(server.port)/echo"])
+        #expect(result.output == "413")
+        let small = try await Clients.curl(["--data-binary", "abc", "http://127.0.0.1:\(server.port)/echo"])
+        #expect(small.output == "abc")
+    }
+
+    @Test func chunkedBodyOverLimitIs413AfterDraining() async throws {
+        let server = try startServer({ $0.maxBodySize = 1024 }, router: Self.router())
+        defer { server.shutdown() }
+        let big = String(repeating: "y", count: 64 * 1024)
+        let result = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked",
+                                             "--data-binary", big, "http://127.0.0.1:\(server.port)/echo"])
+        #expect(result.output == "413")
+        let fits = try await Clients.curl(["-H", "Transfer-Encoding: chunked", "--data-binary", "chunked ok", "http://127.0.0.1:\(server.port)/echo"])
+        #expect(fits.output == "chunked ok")
+    }
+
+    @Test func errorResponseBuilderIsUsed() async throws {
+        let server = try startServer({
+            $0.maxBodySize = 10
+            $0.errorResponse = { status, detail in .text("custom \(status): \(detail)", status: status) }
+        }, router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["--data-binary", String(repeating: "z", count: 100), "http://127.0.0.1:\(server.port)/echo"])
+        #expect(result.output == "custom 413: Request body too large")
+    }
+
+    @Test func headersOverLimitAre431() async throws {
+        let server = try startServer({ $0.maxHeaderSize = 2048 }, router: Self.router())
+        defer { server.shutdown() }
+        let port = server.port
+        let big = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 3000))", "http://127.0.0.1:\(port)/hello"])
+        #expect(big.output == "431")
+        let huge = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 40_000))", "http://127.0.0.1:\(port)/hello"])
+        #expect(huge.output == "431")
+        let fine = try await Clients.curl(["-H", "X-Test-Header: yes", "http://127.0.0.1:\(port)/header"])
+        #expect(fine.output == "yes")
+    }
+
+    @Test func notFoundAndMethodNotAllowedWithAllow() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let missing = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "\(base)/missing"])
+        #expect(missing.output == "404")
+        let wrong = try await Clients.curl(["-i", "-X", "PUT", "\(base)/items/7"])
+        #expect(wrong.output.hasPrefix("HTTP/1.1 405"))
+        #expect(wrong.output.lowercased().contains("allow: get, delete, head"))
+        let item = try await Clients.curl(["\(base)/items/a%2Fb%20c"])
+        #expect(item.output == "item:a/b c")
+    }
+
+    @Test func headIsServedByGetWithoutBody() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["-I", "http://127.0.0.1:\(server.port)/hello"])
+        #expect(result.output.hasPrefix("HTTP/1.1 200"))
+        #expect(result.output.lowercased().contains("content-length: 5"))
+        #expect(!result.output.contains("hello"))
+    }
+
+    @Test func queryIsPercentDecoded() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["http://127.0.0.1:\(server.port)/query?q=a+b%2Bc&bad=%zz&e=%E2%82%AC&flag&d=1&d=2"])
+        #expect(result.output == "bad=%zz|d=2|e=€|flag=|q=a b+c")
+    }
+
+    @Test func concurrentClients() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.python("concurrent", port: server.port, ["16", "100"])
+        #expect(result.status == 0)
+        #expect(result.json["ok"] as? Int == 1600)
+    }
+
+    @Test func twoHundredConnectionsAtOnceDoNotStall() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.python("burst", port: server.port, ["200", "20"], timeout: .seconds(40))
+        #expect(result.status == 0)
+        #expect(result.json["ok"] as? Int == 4000)
+    }
+
+    @Test func deferredResponseFromAnotherThread() async throws {
+        let server = try startServer { request in
+            .deferred { responder in
+                Thread.detachNewThread { responder.respond(.text("later \(request.path)")) }
+            }
+        }
+        defer { server.shutdown() }
+        let url = "http://127.0.0.1:\(server.port)/x"
+        let result = try await Clients.curl(["-w", " %{num_connects}\\n"] + Array(repeating: url, count: 20))
+        let lines = result.output.split(separator: "\n")
+        #expect(lines.count == 20)
+        #expect(lines.allSatisfy { $0.hasPrefix("later /x") })
+        #expect(lines.compactMap { Int($0.split(separator: " ").last!) }.reduce(0, +) == 1)
+    }
+
+    @Test func asyncResponseFromTask() async throws {
+        let server = try startServer { request in
+            .async {
+                await Task.yield()
+                return HTTPResponse(status: 201, headers: ["X-Async": "1"], body: request.body)
+            }
+        }
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["-i", "--data-binary", "payload", "http://127.0.0.1:\(server.port)/a"])
+        #expect(result.output.hasPrefix("HTTP/1.1 201"))
+        #expect(result.output.contains("X-Async: 1"))
+        #expect(result.output.hasSuffix("payload"))
+    }
+
+    @Test func malformedRequestsDoNotCrash() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let port = server.port
+        for raw in ["GARBAGE\r\n\r\n", "GET /%zz%% HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+                    "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                    "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"] {
+            _ = try await Clients.run("/usr/bin/python3", ["-c", """
+                import socket; s = socket.create_connection(("127.0.0.1", \(port)), timeout=5)
+                s.sendall(bytes(\(Array(raw.utf8))))
+                try: s.recv(4096)
+                except Exception: pass
+                """])
+        }
+        let after = try await Clients.curl(["http://127.0.0.1:\(port)/hello"])
+        #expect(after.output == "hello")
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import MicroHTTP
+import Synchronization
+import Testing
+
+/// Subscribers of an event-stream endpoint, as a service would keep them.
+final class Subscribers: Sendable {
+    let opened = EventCounter()
+    let closed = EventCounter()
+    let reasons = Shared<[HTTPStreamCloseReason]>([])
+    private let sources = Shared<[HTTPBufferedStreamSource]>([])
+
+    func makeSource(capacity: Int = 64, overflow: HTTPBufferedStreamSource.OverflowPolicy = .conflate,
+                    initial: [[UInt8]] = [], finalBytes: [UInt8] = []) -> HTTPBufferedStreamSource {
+        let source = HTTPBufferedStreamSource(capacity: capacity, overflow: overflow, initial: initial, finalBytes: finalBytes) { [weak self] reason in
+            self?.reasons.withLock { $0.append(reason) }
+            self?.closed.signal()
+        }
+        sources.withLock { $0.append(source) }
+        opened.signal()
+        return source
+    }
+
+    /// Writes one already-encoded message to every open subscriber.
+    func broadcast(_ message: String) {
+        let bytes = Array(message.utf8)
+        for source in sources.current { source.write(bytes) }
+    }
+
+    var sourcesSnapshot: [HTTPBufferedStreamSource] { sources.current }
+
+    /// Forgets every source (tests then check they are freed).
+    func releaseAll() { sources.withLock { $0.removeAll() } }
+}
+
+private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbeat: HTTPHeartbeat? = nil, finalBytes: [UInt8] = [],
+                        initial: [[UInt8]] = [Array("data: hello\n\n".utf8)]) -> HTTPHandler {
+    { _ in
+        .stream(headers: ["Content-Type": "text/event-stream"],
+                source: subscribers.makeSource(capacity: capacity, initial: initial, finalBytes: finalBytes),
+                heartbeat: heartbeat)
+    }
+}
+
+@Suite struct StreamTests {
+    @Test func sseClientReceivesEveryEventInOrder() async throws {
+        let subscribers = Subscribers()
+        // Capacity above the burst size: nothing is conflated, so every event must arrive.
+        let server = try startServer(handler: sseHandler(subscribers, capacity: 256))
+        defer { server.shutdown() }
+        async let client = Clients.python("sse", port: server.port, ["/events", "201"])
+        #expect(await subscribers.opened.wait(for: 1))
+        for index in 1...200 { subscribers.broadcast("id: \(index)\ndata: \(index)\n\n") }
+        let result = try await client
+        #expect(result.json["status"] as? Int == 200)
+        #expect(result.json["chunked"] as? Bool == true)
+        #expect(result.json["type"] as? String == "text/event-stream")
+        let events = result.json["events"] as? [String] ?? []
+        #expect(events == ["hello"] + (1...200).map(String.init))
+    }
+
+    @Test func largeChunkIsSentWhole() async throws {
+        let big = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        final class Once: HTTPStreamSource {
+            let bytes: [UInt8]
+            let sent = Atomic<Bool>(false)
+            init(_ bytes: [UInt8]) { self.bytes = bytes }
+            func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
+                sent.exchange(true, ordering: .relaxed) ? .end : .bytes(bytes)
+            }
+            func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {}
+        }
+        let server = try startServer { _ in .stream(headers: [:], source: Once(big)) }
+        defer { server.shutdown() }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("microhttp-big-\(server.port)").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        _ = try await Clients.curl(["-o", output, "http://127.0.0.1:\(server.port)/big"])
+        #expect(FileManager.default.contents(atPath: output).map(Array.init) == big)
+    }
+
+    @Test func thousandIdleStreamsReceiveOneBroadcast() async throws {
+        let subscribers = Subscribers()
+        let server = try startServer(handler: sseHandler(subscribers, initial: []))
+        defer { server.shutdown() }
+        async let client = Clients.python("many-streams", port: server.port, ["/events", "1000", "broadcast-1"], timeout: .seconds(90))
+        #expect(await subscribers.opened.wait(for: 1000, timeout: .seconds(60)))
+        subscribers.broadcast("data: broadcast-1\n\n")
+        let result = try await client
+        #expect(result.json["opened"] as? Int == 1000)
+        #expect(result.json["received"] as? Int == 1000)
+    }
+
+    @Test func disconnectedClientIsNoticedAndSourceFreed() async throws {
+        let subscribers = Subscribers()
+        let heartbeat = HTTPHeartbeat(interval: .milliseconds(50), bytes: Array(": ping\n\n".utf8))
+        let server = try startServer(handler: sseHandler(subscribers, heartbeat: heartbeat))
+        defer { server.shutdown() }
+        let result = try await Clients.python("disconnect", port: server.port, ["/events"])
+        #expect(result.status == 0)
+        #expect(await subscribers.opened.wait(for: 1))
+        weak let weakSource = subscribers.sourcesSnapshot.first
+        subscribers.releaseAll()
+        #expect(await subscribers.closed.wait(for: 1, timeout: .seconds(10)))
+        #expect(subscribers.reasons.current == [.clientDisconnected])
+        // The stream lets go of its source right after `streamDidClose` returns.
+        let released = EventCounter()
+        Task.detached {
+            while weakSource != nil { await Task.yield() }
+            released.signal()
+        }
+        #expect(await released.wait(for: 1, timeout: .seconds(5)))
+    }
+
+    @Test func heartbeatIsWrittenWhileIdle() async throws {
+        let subscribers = Subscribers()
+        let heartbeat = HTTPHeartbeat(interval: .milliseconds(20), bytes: Array(": ping\n\n".utf8))
+        let server = try startServer(handler: sseHandler(subscribers, heartbeat: heartbeat))
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["--max-time", "0.5", "-N", "http://127.0.0.1:\(server.port)/events"])
+        #expect(result.output.hasPrefix("data: hello\n\n: ping\n\n"))
+    }
+
+    @Test func overflowPolicies() {
+        let conflating = HTTPBufferedStreamSource(capacity: 2, overflow: .conflate)
+        #expect(conflating.write([1]) && conflating.write([2]) && conflating.write([3]))
+        #expect(conflating.queuedCount == 1)
+        let disconnecting = HTTPBufferedStreamSource(capacity: 2, overflow: .disconnect)
+        #expect(disconnecting.write([1]) && disconnecting.write([2]))
+        #expect(!disconnecting.write([3]))
+        #expect(!disconnecting.write([4]))
+        #expect(disconnecting.queuedCount == 0)
+    }
+
+    @Test func shutdownEndsOpenStreamsWithFinalBytes() async throws {
+        let subscribers = Subscribers()
+        let server = try startServer(handler: sseHandler(subscribers, finalBytes: Array("event: bye\ndata: done\n\n".utf8)))
+        let port = server.port
+        async let first = Clients.python("sse-until-end", port: port, ["/events"])
+        async let second = Clients.python("sse-until-end", port: port, ["/events"])
+        #expect(await subscribers.opened.wait(for: 2))
+        let clock = ContinuousClock()
+        let started = clock.now
+        server.shutdown()
+        #expect(clock.now - started < .seconds(5))
+        for result in try await [first, second] {
+            #expect(result.status == 0)
+            let events = result.json["events"] as? [[String]] ?? []
+            #expect(events == [["message", "hello"], ["bye", "done"]])
+        }
+        #expect(subscribers.reasons.current == [.serverShutdown, .serverShutdown])
+    }
+
+    @Test func shutdownAnswersPendingDeferredRequests() async throws {
+        let started = EventCounter()
+        let server = try startServer({ $0.shutdownTimeout = .milliseconds(400) }) { _ in
+            .deferred { _ in started.signal() }   // never answers by itself
+        }
+        async let client = Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/hang"])
+        #expect(await started.wait(for: 1))
+        server.shutdown()
+        #expect(try await client.output == "503")
+    }
+}

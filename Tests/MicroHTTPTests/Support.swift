@@ -1,0 +1,131 @@
+import Foundation
+import MicroHTTP
+import Synchronization
+import Testing
+
+/// Counts occurrences of an event and lets tests wait for a count, with a bounded timeout that
+/// only guards against failure.
+final class EventCounter: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [(target: Int, id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+
+    var count: Int { state.withLock { $0.count } }
+
+    func signal() {
+        let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.count += 1
+            let count = state.count
+            let ready = state.waiters.filter { $0.target <= count }.map(\.continuation)
+            state.waiters.removeAll { $0.target <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+    }
+
+    /// Waits until at least `target` signals happened; false on timeout.
+    func wait(for target: Int, timeout: Duration = .seconds(20)) async -> Bool {
+        let id = state.withLock { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let satisfied = state.withLock { state -> Bool in
+                if state.count >= target { return true }
+                state.waiters.append((target, id, continuation))
+                return false
+            }
+            if satisfied { continuation.resume(returning: true) }
+        }
+    }
+
+    private func expire(_ id: Int) {
+        let expired = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index).continuation
+        }
+        expired?.resume(returning: false)
+    }
+}
+
+/// A value shared between a handler and a test.
+final class Shared<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
+    var current: Value { value.withLock { $0 } }
+}
+
+struct ProcessResult {
+    let status: Int32
+    let output: String
+
+    /// The last stdout line parsed as a JSON object.
+    var json: [String: Any] {
+        let line = output.split(separator: "\n").last.map(String.init) ?? "{}"
+        return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    }
+}
+
+enum Clients {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Clients/clients.py").path
+
+    /// Runs a program to completion (terminated after `timeout` as a failure guard).
+    static func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.standardError
+        let finished = EventCounter()
+        process.terminationHandler = { _ in finished.signal() }
+        let output = Shared(Data())
+        let reading = EventCounter()
+        try process.run()
+        let reader = Thread {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            output.withLock { $0 = data }
+            reading.signal()
+        }
+        reader.start()
+        if await !finished.wait(for: 1, timeout: timeout) {
+            process.terminate()
+            _ = await finished.wait(for: 1, timeout: .seconds(5))
+        }
+        _ = await reading.wait(for: 1, timeout: .seconds(5))
+        return ProcessResult(status: process.terminationStatus, output: String(decoding: output.current, as: UTF8.self))
+    }
+
+    static func python(_ mode: String, port: UInt16, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+        try await run("/usr/bin/python3", [script, mode, String(port)] + arguments, timeout: timeout)
+    }
+
+    static func curl(_ arguments: [String], timeout: Duration = .seconds(30)) async throws -> ProcessResult {
+        try await run("/usr/bin/curl", ["-s", "--max-time", "20"] + arguments, timeout: timeout)
+    }
+}
+
+/// Starts a server on 127.0.0.1 with an ephemeral port.
+func startServer(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, handler: @escaping HTTPHandler) throws -> HTTPServer {
+    var configuration = HTTPServerConfiguration()
+    configuration.threads = 2
+    configure(&configuration)
+    let server = HTTPServer(configuration: configuration, handler: handler)
+    try server.start()
+    return server
+}
+
+func startServer(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, router: Router) throws -> HTTPServer {
+    try startServer(configure, handler: router.handle)
+}
