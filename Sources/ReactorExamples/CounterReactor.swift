@@ -1,0 +1,73 @@
+import ReactorCore
+
+/// A port of ReactorKit's Counter example: every action shows a loading state, changes the
+/// value after a delay, hides the loading state and shows an alert — four states per action.
+public final class CounterReactor: Reactor {
+    /// What the user can do.
+    public enum Action: String, Codable, Sendable, CaseIterable {
+        case increase
+        case decrease
+    }
+
+    /// How the state changes.
+    public enum Mutation: Sendable, Equatable {
+        case increaseValue
+        case decreaseValue
+        case setLoading(Bool)
+        case setAlertMessage(String)
+    }
+
+    /// What the user sees.
+    public struct State: Codable, Sendable, Equatable {
+        /// The counter.
+        public var value: Int
+        /// True while a change is pending.
+        public var isLoading: Bool
+        /// An alert shown after each change; every assignment counts, even of the same text.
+        @Pulse public var alertMessage: String?
+
+        /// A state with the given value, not loading, with no alert.
+        public init(value: Int = 0, isLoading: Bool = false, alertMessage: Pulse<String?> = Pulse(wrappedValue: nil)) {
+            self.value = value
+            self.isLoading = isLoading
+            self._alertMessage = alertMessage
+        }
+    }
+
+    /// Actions shown to clients as examples.
+    public static let exampleActions: [Action] = Action.allCases
+
+    public let initialState = State()
+    public let runtime = ReactorRuntime<CounterReactor>()
+
+    private let delay: Duration
+    private let clock: any Clock<Duration>
+
+    /// A counter whose value changes `delay` after each action, measured on `clock`.
+    /// A zero delay applies every action at once, without a task.
+    public init(delay: Duration = .milliseconds(500), clock: any Clock<Duration> = ContinuousClock()) {
+        self.delay = delay
+        self.clock = clock
+    }
+
+    public func mutate(action: Action) -> Mutations<Mutation> {
+        let change: Mutation = action == .increase ? .increaseValue : .decreaseValue
+        return .concat(
+            .just(.setLoading(true)),
+            Mutations.just(change).delayed(by: delay, clock: clock),
+            .just(.setLoading(false)),
+            .just(.setAlertMessage(action == .increase ? "increased!" : "decreased!"))
+        )
+    }
+
+    public func reduce(state: State, mutation: Mutation) -> State {
+        var state = state
+        switch mutation {
+        case .increaseValue: state.value += 1
+        case .decreaseValue: state.value -= 1
+        case .setLoading(let isLoading): state.isLoading = isLoading
+        case .setAlertMessage(let message): state.alertMessage = message
+        }
+        return state
+    }
+}
