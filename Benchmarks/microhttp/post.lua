@@ -1,0 +1,3 @@
+wrk.method = "POST"
+wrk.body = '{"type":"increase"}'
+wrk.headers["Content-Type"] = "application/json"
