@@ -60,7 +60,7 @@ let package = Package(
             name: "ReactorCoreTests",
             dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples"]
         ),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP"]),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
             dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP"]
