@@ -83,6 +83,8 @@ public final class HTTPBufferedStreamSource: HTTPStreamSource {
     /// Number of queued, unsent messages.
     public var queuedCount: Int { state.withLock { $0.queue.count } }
 
+    /// Hands the server every queued message as one chunk; during shutdown or after `finish()`,
+    /// then `finalBytes`, then `.end`; `.idle` when nothing is queued.
     public func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
         let shuttingDown = stream.isShuttingDown
         return state.withLock { state -> HTTPStreamChunk in
@@ -102,6 +104,7 @@ public final class HTTPBufferedStreamSource: HTTPStreamSource {
         }
     }
 
+    /// Drops the queue, refuses later writes and reports `reason` to `onClose`.
     public func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {
         state.withLock { state in
             state.closed = true

@@ -138,6 +138,14 @@ import Testing
         #expect(lines.compactMap { Int($0.split(separator: " ").last!) }.reduce(0, +) == 1)
     }
 
+    @Test func deferredResponseAnsweredInsideStart() async throws {
+        let server = try startServer { _ in .deferred { $0.respond(.text("now")) } }
+        defer { server.shutdown() }
+        let url = "http://127.0.0.1:\(server.port)/"
+        let result = try await Clients.curl(Array(repeating: url, count: 10))
+        #expect(result.output == String(repeating: "now", count: 10))
+    }
+
     @Test func asyncResponseFromTask() async throws {
         let server = try startServer { request in
             .async {
