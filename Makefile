@@ -37,7 +37,7 @@ run: build
 test: deps venv
 	$(SWIFT) build --build-tests
 	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
-	$(PY) -m pytest -q Tests/python
+	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
 
 clean:
 	rm -rf .build $(VENV)

@@ -219,7 +219,7 @@ class EventStream:
                     current.id = value
                 elif name == "retry":
                     current.retry = int(value)
-        except (OSError, ValueError, http.client.HTTPException):
+        except Exception:  # the connection was closed under the reader, or broke
             pass
         finally:
             self.closed.set()
