@@ -1,8 +1,10 @@
 """openapi.yaml is a valid OpenAPI 3.1 document and covers every route the service registers."""
 
+import json
 import re
 
 import yaml
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 from openapi_spec_validator.readers import read_from_filename
 
@@ -38,3 +40,45 @@ def test_every_problem_kind_is_named():
     text = SPEC.read_text()
     missing = [kind for kind in kinds if f"`{kind}`" not in text]
     assert not missing, f"problem kinds not described in openapi.yaml: {missing}"
+
+
+def validator(spec: dict, name: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": spec["components"]})
+
+
+def test_live_bodies_and_event_data_match_their_schemas(server):
+    """Every example type's snapshots, action answers and event-stream data, as served, against
+    the component schemas (including the `contentSchema` of each event's `data`)."""
+    spec = load_spec()
+    types = server.request("GET", "/types").json()
+    validator(spec, "TypeList").validate(types)
+    state_schemas = {"counter": "CounterState", "todo": "TodoState", "search": "SearchState", "room": "RoomState"}
+    data_schemas = {"error": "MutationError", "end": "EndReason"}
+    for entry in types["types"]:
+        name = entry["name"]
+        validator(spec, state_schemas[name]).validate(entry["initialState"])
+        created = server.create(name)
+        validator(spec, "Snapshot").validate(created)
+        stream = server.events(created["id"])
+        try:
+            assert stream.next().retry == 3000
+            for action in entry["exampleActions"]:
+                validator(spec, "Action").validate(action)
+                reply = server.request("POST", f"/reactors/{created['id']}/actions?wait=true", json.dumps(action))
+                assert reply.status == 200, reply
+                validator(spec, "Snapshot").validate(reply.json())
+            assert server.request("DELETE", f"/reactors/{created['id']}").status == 204
+            seen = set()
+            while (event := stream.next()) is not None:
+                as_parsed = {"event": event.event, "data": event.data}
+                if event.id is not None:
+                    as_parsed["id"] = event.id
+                validator(spec, "ServerSentEvent").validate(as_parsed)
+                schema = state_schemas[name] if event.event == "state" else data_schemas[event.event]
+                validator(spec, schema).validate(event.json())
+                seen.add(event.event)
+            assert {"state", "end"} <= seen
+            if name == "todo":
+                assert "error" in seen, "the todo examples name a task id that does not exist"
+        finally:
+            stream.close()
