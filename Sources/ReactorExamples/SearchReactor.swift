@@ -31,6 +31,19 @@ public final class SearchReactor: Reactor {
 
         /// No query, no results.
         public init() {}
+
+        private enum CodingKeys: String, CodingKey {
+            case query, results, nextPage, isLoadingNextPage
+        }
+
+        /// Encodes every key, `nextPage` as `null` when there is none, so the keys are stable.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(query, forKey: .query)
+            try container.encode(results, forKey: .results)
+            try container.encode(nextPage, forKey: .nextPage)
+            try container.encode(isLoadingNextPage, forKey: .isLoadingNextPage)
+        }
     }
 
     /// Actions shown to clients as examples.

@@ -1,0 +1,131 @@
+import Foundation
+import ReactorCore
+import ReactorExamples
+import ReactorTesting
+import Synchronization
+import Testing
+
+@Suite struct LifecycleTests {
+    @Test func pulseCountsEveryAssignmentEvenOfAnEqualValue() throws {
+        @Pulse var message: String? = nil
+        #expect($message.valueUpdatedCount == 0)
+        message = "hi"
+        message = "hi"
+        message = "hi"
+        #expect($message.valueUpdatedCount == 3)
+        #expect(message == "hi")
+
+        let once = Pulse<String?>(value: "hi", valueUpdatedCount: 1)
+        #expect($message != once)  // equal values, different counts
+
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let json = try #require(String(data: encoder.encode($message), encoding: .utf8))
+        #expect(json == #"{"count":3,"value":"hi"}"#)
+        let decoded = try JSONDecoder().decode(Pulse<String?>.self, from: Data(json.utf8))
+        #expect(decoded == $message)
+        let empty = try String(data: encoder.encode(Pulse<String?>(wrappedValue: nil)), encoding: .utf8)
+        #expect(empty == #"{"count":0,"value":null}"#)
+    }
+
+    @Test func pulseCountWraps() {
+        var pulse = Pulse(value: 1, valueUpdatedCount: .max)
+        pulse.wrappedValue = 1
+        #expect(pulse.valueUpdatedCount == 0)
+    }
+
+    @Test func disposeFreesTheReactorAndCancelsItsWork() async {
+        let clock = TestClock()
+        weak var weakReactor: ProbeReactor?
+        let settled = Atomic<Bool>(false)
+        let stream: StateStream<ProbeReactor.State>
+        do {
+            let reactor = ProbeReactor(clock: clock)
+            weakReactor = reactor
+            stream = reactor.state
+            reactor.whenSettled(reactor.send(.wait)) { settled.store(true, ordering: .relaxed) }
+            await clock.waitForSleepers(1)
+            reactor.dispose()
+            #expect(reactor.isDisposed)
+            let afterDispose = reactor.send(.add(1))
+            #expect(afterDispose.sequence == 2)
+            #expect(reactor.currentState.total == 0)
+        }
+        #expect(weakReactor == nil)
+        #expect(clock.sleeperCount == 0)  // the delayed mutation's task was cancelled
+        #expect(settled.load(ordering: .relaxed) == true)
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func releasingTheReactorCancelsItsWorkAndFinishesStreams() async {
+        let clock = TestClock()
+        weak var weakReactor: ProbeReactor?
+        var iterator: StateStream<ProbeReactor.State>.Iterator
+        do {
+            let reactor = ProbeReactor(clock: clock)
+            weakReactor = reactor
+            iterator = reactor.state.makeAsyncIterator()
+            reactor.send(.wait)
+            await clock.waitForSleepers(1)
+        }
+        #expect(weakReactor == nil)
+        #expect(clock.sleeperCount == 0)
+        #expect(await iterator.next()?.total == 0)  // the buffered initial state
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func whenSettledWaitsForAsynchronousMutations() async {
+        let clock = TestClock()
+        let reactor = CounterReactor(delay: .milliseconds(500), clock: clock)
+        let settled = Atomic<Bool>(false)
+        let receipt = reactor.send(.increase)
+        reactor.whenSettled(receipt) { settled.store(true, ordering: .relaxed) }
+        await clock.waitForSleepers(1)
+        let settledEarly = settled.load(ordering: .relaxed)
+        #expect(!settledEarly)
+        #expect(reactor.currentState.isLoading)
+        clock.advance(by: .milliseconds(500))
+        await reactor.settled(receipt)
+        let settledLate = settled.load(ordering: .relaxed)
+        #expect(settledLate)
+        #expect(reactor.currentState.value == 1)
+        #expect(!reactor.currentState.isLoading)
+    }
+
+    @Test func whenSettledIsSynchronousForImmediateMutations() {
+        let reactor = CounterReactor(delay: .zero)
+        let settled = Atomic<Bool>(false)
+        reactor.whenSettled(reactor.send(.increase)) { settled.store(true, ordering: .relaxed) }
+        let isSettled = settled.load(ordering: .relaxed)
+        #expect(isSettled)
+        #expect(reactor.currentState.value == 1)
+    }
+
+    @Test func observerAddedWhileApplyingGetsTheStateReachedThenEveryLaterOne() {
+        let reactor = ProbeReactor()
+        let seen = Mutex<[UInt64]>([])
+        let inner = Mutex<ObservationToken?>(nil)
+        let outer = reactor.observe { update in
+            guard update.version == 1 else { return }
+            // Registered while the reactor is applying an action: delivered by the drainer.
+            let token = reactor.observe { update in seen.withLock { $0.append(update.version) } }
+            inner.withLock { $0 = token }
+            reactor.send(.add(1))
+        }
+        reactor.send(.add(1))
+        #expect(seen.withLock { $0 } == [1, 2])
+        outer.cancel()
+    }
+
+    @Test func cancelByIDStopsInFlightWork() async {
+        let clock = TestClock()
+        let reactor = SearchReactor(latency: .milliseconds(300), clock: clock)
+        let receipt = reactor.send(.updateQuery(query: "swift"))
+        await clock.waitForSleepers(1)
+        reactor.send(.updateQuery(query: ""))  // empty query: immediate, still cancels
+        #expect(clock.sleeperCount == 0)
+        await reactor.settled(receipt)
+        #expect(reactor.currentState.results.isEmpty)
+    }
+}
