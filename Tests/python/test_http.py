@@ -114,6 +114,8 @@ def test_actions_are_accepted_and_waited_for(server):
     assert body["state"]["value"] == 2 and body["state"]["isLoading"] is False
     assert body["version"] == 8 and waited.header("ETag") == '"8"'
     assert server.request("POST", path + "?wait=false", '"decrease"').json() == {"seq": 3}
+    # A case without payload also in its keyed form.
+    assert server.request("POST", path, {"increase": {}}).json() == {"seq": 4}
 
 
 def test_wait_timeout_answers_202(start_server):
@@ -132,6 +134,7 @@ def test_action_errors(server):
     assert "jump" in detail
     assert_problem(server.request("POST", path, ""), 400, "invalid-action")
     assert_problem(server.request("POST", path, "{"), 400, "invalid-action")
+    assert_problem(server.request("POST", path, {"increase": {}, "decrease": {}}), 400, "invalid-action")
     assert_problem(server.request("POST", path + "?wait=maybe", '"increase"'), 400, "invalid-parameter")
     assert_problem(server.request("POST", path, '"increase"', headers={"Content-Type": "text/plain"}),
                    415, "unsupported-media-type")
