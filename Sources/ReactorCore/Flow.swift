@@ -84,19 +84,19 @@ public struct Flow<Element: Sendable>: Sendable {
 }
 
 /// A merged source: runs until it ends, it throws, or `deliver` returns false (reactor gone).
-struct FlowSource<Element: Sendable>: Sendable {
-    let run: @Sendable (_ deliver: @Sendable (Element) -> Bool) async throws -> Void
+@usableFromInline struct FlowSource<Element: Sendable>: Sendable {
+    @usableFromInline let run: @Sendable (_ deliver: @Sendable (Element) -> Bool) async throws -> Void
 }
 
 /// A ``Flow`` ready to run: the per-element steps and the merged sources.
-struct CompiledFlow<Element: Sendable>: Sendable {
-    let steps: [@Sendable (Element) -> Element?]
-    let sources: [(entry: Int, source: FlowSource<Element>)]
+@usableFromInline struct CompiledFlow<Element: Sendable>: Sendable {
+    @usableFromInline let steps: [@Sendable (Element) -> Element?]
+    @usableFromInline let sources: [(entry: Int, source: FlowSource<Element>)]
 
     static var identity: CompiledFlow { CompiledFlow(steps: [], sources: []) }
 
     /// Runs `element` through the steps from index `entry` on; `nil` when a step dropped it.
-    @inline(__always)
+    @inlinable
     func apply(_ element: Element, from entry: Int = 0) -> Element? {
         if entry >= steps.count { return element }
         var current = element

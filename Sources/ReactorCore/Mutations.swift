@@ -19,12 +19,12 @@
 /// }
 /// ```
 public struct Mutations<Mutation: Sendable>: Sendable {
-    let node: Node
+    @usableFromInline let node: Node
 
-    init(_ node: Node) { self.node = node }
+    @inlinable init(_ node: Node) { self.node = node }
 
     /// The shape of a description; internal so the runtime can tell immediate parts from waiting ones.
-    enum Node: Sendable {
+    @usableFromInline enum Node: Sendable {
         case empty
         case just(Mutation)
         case concat([Mutations])
@@ -37,34 +37,34 @@ public struct Mutations<Mutation: Sendable>: Sendable {
     }
 
     /// Holds a nested description, so `Node` stays a flat enum (a `.just` never allocates).
-    final class Box: Sendable {
-        let mutations: Mutations
-        init(_ mutations: Mutations) { self.mutations = mutations }
+    @usableFromInline final class Box: Sendable {
+        @usableFromInline let mutations: Mutations
+        @inlinable init(_ mutations: Mutations) { self.mutations = mutations }
     }
 
     /// No mutation.
-    public static var empty: Mutations { Mutations(.empty) }
+    @inlinable public static var empty: Mutations { Mutations(.empty) }
 
     /// Exactly one mutation, available at once.
-    public static func just(_ mutation: Mutation) -> Mutations { Mutations(.just(mutation)) }
+    @inlinable public static func just(_ mutation: Mutation) -> Mutations { Mutations(.just(mutation)) }
 
     /// The parts one after another: each part starts when the previous one has finished.
-    public static func concat(_ parts: Mutations...) -> Mutations { concat(parts) }
+    @inlinable public static func concat(_ parts: Mutations...) -> Mutations { concat(parts) }
 
     /// The parts one after another: each part starts when the previous one has finished.
-    public static func concat(_ parts: [Mutations]) -> Mutations { Mutations(.concat(parts)) }
+    @inlinable public static func concat(_ parts: [Mutations]) -> Mutations { Mutations(.concat(parts)) }
 
     /// The parts all at once; their mutations interleave as they arrive.
     ///
     /// An error in one part is reported and ends that part only.
-    public static func merge(_ parts: Mutations...) -> Mutations { merge(parts) }
+    @inlinable public static func merge(_ parts: Mutations...) -> Mutations { merge(parts) }
 
     /// The parts all at once; their mutations interleave as they arrive.
-    public static func merge(_ parts: [Mutations]) -> Mutations { Mutations(.merge(parts)) }
+    @inlinable public static func merge(_ parts: [Mutations]) -> Mutations { Mutations(.merge(parts)) }
 
     /// Ends the action's mutations with `error`; the reactor reports it as a ``MutationFailure``
     /// and keeps working.
-    public static func fail(_ error: any Error) -> Mutations { Mutations(.fail(error)) }
+    @inlinable public static func fail(_ error: any Error) -> Mutations { Mutations(.fail(error)) }
 
     /// Asynchronous work (a side effect) that sends mutations through `send` as it goes.
     ///
@@ -86,7 +86,7 @@ public struct Mutations<Mutation: Sendable>: Sendable {
     }
 
     /// These mutations after `duration` on `clock`. A zero duration is immediate (no task).
-    public func delayed(by duration: Duration, clock: any Clock<Duration>) -> Mutations {
+    @inlinable public func delayed(by duration: Duration, clock: any Clock<Duration>) -> Mutations {
         if duration <= .zero { return self }
         return Mutations(.delayed(duration, clock, Box(self)))
     }
@@ -113,7 +113,9 @@ public struct Mutations<Mutation: Sendable>: Sendable {
 
 /// Sends mutations from a ``Mutations/run(_:)`` body into the reactor.
 public struct MutationSender<Mutation: Sendable>: Sendable {
-    let emit: @Sendable (Mutation) -> Void
+    @usableFromInline let emit: @Sendable (Mutation) -> Void
+
+    @usableFromInline init(emit: @escaping @Sendable (Mutation) -> Void) { self.emit = emit }
 
     /// Sends one mutation; it is reduced in order after those sent before it.
     public func callAsFunction(_ mutation: Mutation) { emit(mutation) }
@@ -123,7 +125,7 @@ public struct MutationSender<Mutation: Sendable>: Sendable {
 }
 
 /// A type-erased, sendable id for cancellable mutations.
-struct CancelID: Hashable, Sendable {
+@usableFromInline struct CancelID: Hashable, Sendable {
     /// Safe to send: it is only ever built from a value that is itself `Sendable` (see `init`),
     /// and `AnyHashable` adds no shared mutable state of its own.
     nonisolated(unsafe) let value: AnyHashable

@@ -8,7 +8,7 @@ public struct ActionReceipt: Sendable, Hashable {
     public let sequence: UInt64
 
     /// Wraps a sequence number.
-    public init(sequence: UInt64) { self.sequence = sequence }
+    @inlinable public init(sequence: UInt64) { self.sequence = sequence }
 }
 
 /// A published state and its version: 0 for the initial state, +1 for every published state.
@@ -19,7 +19,7 @@ public struct StateUpdate<State: Sendable>: Sendable {
     public let state: State
 
     /// Pairs a state with its version.
-    public init(version: UInt64, state: State) {
+    @inlinable public init(version: UInt64, state: State) {
         self.version = version
         self.state = state
     }

@@ -14,34 +14,37 @@
 /// ```
 @propertyWrapper
 public struct Pulse<Value> {
+    @usableFromInline var storedValue: Value
+    @usableFromInline var storedCount: UInt
+
     /// The last assigned value.
-    public private(set) var value: Value
+    @inlinable public var value: Value { storedValue }
     /// How many times a value was assigned since creation (wraps on overflow).
-    public private(set) var valueUpdatedCount: UInt
+    @inlinable public var valueUpdatedCount: UInt { storedCount }
 
     /// Starts with `wrappedValue` and a count of 0.
-    public init(wrappedValue: Value) {
-        self.value = wrappedValue
-        self.valueUpdatedCount = 0
+    @inlinable public init(wrappedValue: Value) {
+        self.storedValue = wrappedValue
+        self.storedCount = 0
     }
 
     /// Restores a pulse with a given count (decoding, tests).
-    public init(value: Value, valueUpdatedCount: UInt) {
-        self.value = value
-        self.valueUpdatedCount = valueUpdatedCount
+    @inlinable public init(value: Value, valueUpdatedCount: UInt) {
+        self.storedValue = value
+        self.storedCount = valueUpdatedCount
     }
 
     /// The value; every assignment increments ``valueUpdatedCount``.
-    public var wrappedValue: Value {
-        get { value }
+    @inlinable public var wrappedValue: Value {
+        get { storedValue }
         set {
-            value = newValue
-            valueUpdatedCount &+= 1
+            storedValue = newValue
+            storedCount &+= 1
         }
     }
 
     /// The pulse itself (`$alertMessage`): the value and its count.
-    public var projectedValue: Pulse<Value> { self }
+    @inlinable public var projectedValue: Pulse<Value> { self }
 }
 
 extension Pulse: Sendable where Value: Sendable {}

@@ -1,14 +1,14 @@
 extension Reactor {
     /// The latest published state (after ``transform(state:)``). Safe to read from any thread.
-    public var currentState: State { runtime.currentUpdate(self).state }
+    @inlinable public var currentState: State { runtime.currentUpdate(self).state }
 
     /// The latest published state with its version.
-    public var currentUpdate: StateUpdate<State> { runtime.currentUpdate(self) }
+    @inlinable public var currentUpdate: StateUpdate<State> { runtime.currentUpdate(self) }
 
     /// Sends an action. Never awaits and never blocks on another sender's user code: when the
     /// reactor is idle the calling thread applies the action (and its immediate mutations)
     /// before returning; otherwise the thread already applying actions picks it up.
-    @discardableResult
+    @inlinable @discardableResult
     public func send(_ action: Action) -> ActionReceipt {
         runtime.send(action, reactor: self)
     }

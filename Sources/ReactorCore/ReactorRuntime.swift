@@ -12,15 +12,15 @@ import Synchronization
 /// waiting parts get a task, whose mutations re-enter the same queue. Since there is at most
 /// one drainer, `reduce` is serial and every accepted action is applied exactly once, in order.
 public final class ReactorRuntime<R: Reactor>: Sendable {
-    let shared = Mutex(SharedState())
-    private let started = Atomic<Bool>(false)
-    private let startLock = Mutex(())
+    @usableFromInline let shared = Mutex(SharedState())
+    @usableFromInline let started = Atomic<Bool>(false)
+    @usableFromInline let startLock = Mutex(())
 
     /// State only the drainer touches: set once under `startLock` before `started` is stored
     /// (release), read only after `started` was loaded (acquire); afterwards it is used only by
     /// the thread that holds the `isDraining` flag, which is taken and given back under
     /// `shared`'s lock. So no two threads ever access it at once.
-    nonisolated(unsafe) private var engine: Engine?
+    @usableFromInline nonisolated(unsafe) var engine: Engine?
 
     /// Creates an idle runtime; it starts on the reactor's first use.
     public init() {}
@@ -33,11 +33,11 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     // MARK: - Start
 
     @inline(__always)
-    func ensureStarted(_ reactor: R) {
+    @inlinable func ensureStarted(_ reactor: R) {
         if !started.load(ordering: .acquiring) { start(reactor) }
     }
 
-    private func start(_ reactor: R) {
+    @usableFromInline func start(_ reactor: R) {
         startLock.withLock { _ in
             if started.load(ordering: .acquiring) { return }
             let engine = Engine(
@@ -54,7 +54,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         }
     }
 
-    private func startSources(of engine: Engine, reactor: R) {
+    @usableFromInline func startSources(of engine: Engine, reactor: R) {
         for (entry, source) in engine.actionFlow.sources {
             startSource(source, reactor: reactor) { shared, action in
                 shared.nextSequence += 1
@@ -71,7 +71,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         }
     }
 
-    private func startSource<Element>(
+    @usableFromInline func startSource<Element>(
         _ source: FlowSource<Element>,
         reactor: R,
         work: @escaping @Sendable (inout SharedState, Element) -> Work
@@ -99,7 +99,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     // MARK: - Sending
 
     /// The hot path: enqueue, and drain if nobody else does.
-    func send(_ action: R.Action, reactor: R) -> ActionReceipt {
+    @inlinable func send(_ action: R.Action, reactor: R) -> ActionReceipt {
         ensureStarted(reactor)
         let (sequence, drainNow) = shared.withLock { shared -> (UInt64, Bool) in
             shared.nextSequence += 1
@@ -128,7 +128,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// Enqueues the work `make` builds (under the lock) and drains if nobody else does.
     /// Returns false when the reactor is disposed.
     @discardableResult
-    func submit(reactor: R, _ make: (inout SharedState) -> Work) -> Bool {
+    @usableFromInline func submit(reactor: R, _ make: (inout SharedState) -> Work) -> Bool {
         ensureStarted(reactor)
         let (accepted, drainNow) = shared.withLock { shared -> (Bool, Bool) in
             if shared.isDisposed { return (false, false) }
@@ -143,12 +143,12 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     // MARK: - Reading and observing
 
-    func currentUpdate(_ reactor: R) -> StateUpdate<R.State> {
+    @inlinable func currentUpdate(_ reactor: R) -> StateUpdate<R.State> {
         ensureStarted(reactor)
         return shared.withLock { $0.current! }
     }
 
-    func addObserver(
+    @usableFromInline func addObserver(
         _ reactor: R,
         receive: @escaping @Sendable (StateUpdate<R.State>) -> Void,
         finish: (@Sendable () -> Void)? = nil
@@ -177,14 +177,14 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         return ObservationToken { [weak self] in self?.removeObserver(id) }
     }
 
-    private func removeObserver(_ id: UInt64) {
+    @usableFromInline func removeObserver(_ id: UInt64) {
         shared.withLock { shared in
             shared.waitingObservers[id] = nil
             shared.observers.removeAll { $0.id == id }
         }
     }
 
-    func addErrorObserver(
+    @usableFromInline func addErrorObserver(
         _ receive: @escaping @Sendable (MutationFailure) -> Void,
         finish: (@Sendable () -> Void)? = nil
     ) -> ObservationToken {
@@ -203,14 +203,14 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         }
     }
 
-    func report(_ failure: MutationFailure) {
+    @usableFromInline func report(_ failure: MutationFailure) {
         let observers = shared.withLock { $0.errorObservers }
         for (_, observer) in observers { observer.receive(failure) }
     }
 
     // MARK: - Settling
 
-    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+    @usableFromInline func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
         let settled = shared.withLock { shared -> Bool in
             let sequence = receipt.sequence
             if shared.isDisposed || sequence > shared.nextSequence || shared.isSettled(sequence) { return true }
@@ -223,7 +223,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     // MARK: - Tasks
 
     /// Runs the waiting part of an action's mutations in a task owned by this runtime.
-    func spawn(_ mutations: Mutations<R.Mutation>, sequence: UInt64?, reactor: R) {
+    @usableFromInline func spawn(_ mutations: Mutations<R.Mutation>, sequence: UInt64?, reactor: R) {
         let weakReactor = WeakReference(reactor)
         var cancelIDs: [CancelID] = []
         mutations.collectCancelIDs(into: &cancelIDs)
@@ -258,7 +258,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     /// Cancels every task marked with `id`; their actions settle now.
-    func cancelTasks(_ id: CancelID) {
+    @usableFromInline func cancelTasks(_ id: CancelID) {
         let (tasks, callbacks) = shared.withLock { shared in
             let matching = shared.tasks.filter { $0.value.cancelIDs.contains(id) }
             var callbacks: [@Sendable () -> Void] = []
@@ -272,11 +272,11 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     /// Whether `task` is still live (not cancelled): its queued mutations are dropped otherwise.
-    func isLive(task: UInt64) -> Bool {
+    @usableFromInline func isLive(task: UInt64) -> Bool {
         shared.withLock { $0.tasks[task] != nil }
     }
 
-    func finishTask(_ taskID: UInt64, failure: MutationFailure?) {
+    @usableFromInline func finishTask(_ taskID: UInt64, failure: MutationFailure?) {
         let callbacks = shared.withLock { $0.removeTask(taskID) }
         if let failure { report(failure) }
         for callback in callbacks { callback() }
@@ -284,7 +284,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     // MARK: - Dispose and stub
 
-    func dispose(_ reactor: R) {
+    @usableFromInline func dispose(_ reactor: R) {
         let released = shared.withLock { shared -> ReleasedWork? in
             if shared.isDisposed { return nil }
             return shared.shutDown()
@@ -294,16 +294,16 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         reactor.didDispose()
     }
 
-    var isDisposed: Bool { shared.withLock { $0.isDisposed } }
+    @usableFromInline var isDisposed: Bool { shared.withLock { $0.isDisposed } }
 
-    var isStubEnabled: Bool {
+    @usableFromInline var isStubEnabled: Bool {
         get { shared.withLock { $0.isStubEnabled } }
         set { shared.withLock { $0.isStubEnabled = newValue } }
     }
 
-    var stubActions: [R.Action] { shared.withLock { $0.stubActions } }
+    @usableFromInline var stubActions: [R.Action] { shared.withLock { $0.stubActions } }
 
-    func setStubState(_ state: R.State, reactor: R) {
+    @usableFromInline func setStubState(_ state: R.State, reactor: R) {
         submit(reactor: reactor) { _ in .stubState(state) }
     }
 }
@@ -312,7 +312,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
 extension ReactorRuntime {
     /// One unit of work for the drainer.
-    enum Work: Sendable {
+    @usableFromInline enum Work: Sendable {
         case action(R.Action, sequence: UInt64, entry: Int)
         case skipped(sequence: UInt64)
         case mutation(R.Mutation, sequence: UInt64?, task: UInt64?, entry: Int)
@@ -322,50 +322,50 @@ extension ReactorRuntime {
         case addObserver(UInt64)
     }
 
-    struct StateObserver: Sendable {
-        let receive: @Sendable (StateUpdate<R.State>) -> Void
-        let finish: (@Sendable () -> Void)?
+    @usableFromInline struct StateObserver: Sendable {
+        @usableFromInline let receive: @Sendable (StateUpdate<R.State>) -> Void
+        @usableFromInline let finish: (@Sendable () -> Void)?
     }
 
-    struct ErrorObserver: Sendable {
-        let receive: @Sendable (MutationFailure) -> Void
-        let finish: (@Sendable () -> Void)?
+    @usableFromInline struct ErrorObserver: Sendable {
+        @usableFromInline let receive: @Sendable (MutationFailure) -> Void
+        @usableFromInline let finish: (@Sendable () -> Void)?
     }
 
-    struct TaskRecord: Sendable {
-        let task: Task<Void, Never>
-        let sequence: UInt64?
-        let cancelIDs: [CancelID]
+    @usableFromInline struct TaskRecord: Sendable {
+        @usableFromInline let task: Task<Void, Never>
+        @usableFromInline let sequence: UInt64?
+        @usableFromInline let cancelIDs: [CancelID]
     }
 
     /// Everything other threads may read or change; always accessed under `shared`'s lock.
-    struct SharedState: Sendable {
-        var pending: [Work] = []
-        var isDraining = false
-        var isDisposed = false
-        var nextSequence: UInt64 = 0
-        var current: StateUpdate<R.State>?
-        var observers: [(id: UInt64, observer: StateObserver)] = []
-        var waitingObservers: [UInt64: StateObserver] = [:]
-        var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
-        var tasks: [UInt64: TaskRecord] = [:]
+    @usableFromInline struct SharedState: Sendable {
+        @usableFromInline var pending: [Work] = []
+        @usableFromInline var isDraining = false
+        @usableFromInline var isDisposed = false
+        @usableFromInline var nextSequence: UInt64 = 0
+        @usableFromInline var current: StateUpdate<R.State>?
+        @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
+        @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
+        @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
+        @usableFromInline var tasks: [UInt64: TaskRecord] = [:]
         /// Actions up to this sequence have had their immediate mutations applied.
-        var processedThrough: UInt64 = 0
+        @usableFromInline var processedThrough: UInt64 = 0
         /// Waiting tasks per action sequence.
-        var unsettled: [UInt64: Int] = [:]
-        var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
-        var isStubEnabled = false
-        var stubActions: [R.Action] = []
-        private var lastID: UInt64 = 0
+        @usableFromInline var unsettled: [UInt64: Int] = [:]
+        @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        @usableFromInline var isStubEnabled = false
+        @usableFromInline var stubActions: [R.Action] = []
+        @usableFromInline var lastID: UInt64 = 0
 
-        mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
-        mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }
+        @usableFromInline mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
+        @usableFromInline mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }
 
-        func isSettled(_ sequence: UInt64) -> Bool {
+        @inlinable func isSettled(_ sequence: UInt64) -> Bool {
             sequence <= processedThrough && unsettled[sequence] == nil
         }
 
-        mutating func enqueueOrMarkProcessed(_ work: Work, sequence: UInt64) {
+        @inlinable mutating func enqueueOrMarkProcessed(_ work: Work, sequence: UInt64) {
             if isDraining || !pending.isEmpty {
                 pending.append(work)
             } else {
@@ -374,7 +374,7 @@ extension ReactorRuntime {
         }
 
         /// Records that actions up to `sequence` were applied; returns callbacks now due.
-        mutating func markProcessed(through sequence: UInt64) -> [@Sendable () -> Void] {
+        @inlinable mutating func markProcessed(through sequence: UInt64) -> [@Sendable () -> Void] {
             if sequence > processedThrough { processedThrough = sequence }
             if settleCallbacks.isEmpty { return [] }
             var due: [@Sendable () -> Void] = []
@@ -386,7 +386,7 @@ extension ReactorRuntime {
         }
 
         /// Forgets a task; returns the settle callbacks of its action if that is now settled.
-        mutating func removeTask(_ taskID: UInt64) -> [@Sendable () -> Void] {
+        @usableFromInline mutating func removeTask(_ taskID: UInt64) -> [@Sendable () -> Void] {
             guard let record = tasks.removeValue(forKey: taskID), let sequence = record.sequence else { return [] }
             let remaining = (unsettled[sequence] ?? 1) - 1
             unsettled[sequence] = remaining > 0 ? remaining : nil
@@ -395,7 +395,7 @@ extension ReactorRuntime {
         }
 
         /// Marks the runtime disposed and hands back everything that must be cancelled or finished.
-        mutating func shutDown() -> ReleasedWork {
+        @usableFromInline mutating func shutDown() -> ReleasedWork {
             isDisposed = true
             pending.removeAll()
             var finishers = observers.compactMap(\.observer.finish)
@@ -417,12 +417,12 @@ extension ReactorRuntime {
     }
 
     /// What a disposed runtime must cancel, finish and call, outside the lock.
-    struct ReleasedWork {
-        let tasks: [Task<Void, Never>]
-        let finishers: [@Sendable () -> Void]
-        let callbacks: [@Sendable () -> Void]
+    @usableFromInline struct ReleasedWork {
+        @usableFromInline let tasks: [Task<Void, Never>]
+        @usableFromInline let finishers: [@Sendable () -> Void]
+        @usableFromInline let callbacks: [@Sendable () -> Void]
 
-        func finish() {
+        @usableFromInline func finish() {
             for task in tasks { task.cancel() }
             for finisher in finishers { finisher() }
             for callback in callbacks { callback() }
@@ -434,18 +434,18 @@ extension ReactorRuntime {
 
 extension ReactorRuntime {
     /// Drainer-only state, created when the runtime starts.
-    final class Engine {
+    @usableFromInline final class Engine {
         /// The untransformed state `reduce` works on.
-        var state: R.State
-        let actionFlow: CompiledFlow<R.Action>
-        let mutationFlow: CompiledFlow<R.Mutation>
-        let stateFlow: CompiledFlow<R.State>
+        @usableFromInline var state: R.State
+        @usableFromInline let actionFlow: CompiledFlow<R.Action>
+        @usableFromInline let mutationFlow: CompiledFlow<R.Mutation>
+        @usableFromInline let stateFlow: CompiledFlow<R.State>
         /// The highest action sequence applied since the lock last heard of it.
-        var processedThrough: UInt64 = 0
+        @usableFromInline var processedThrough: UInt64 = 0
         /// Reused between batches so draining does not allocate.
-        var batch: [Work] = []
+        @usableFromInline var batch: [Work] = []
 
-        init(
+        @usableFromInline init(
             state: R.State,
             actionFlow: CompiledFlow<R.Action>,
             mutationFlow: CompiledFlow<R.Mutation>,
@@ -459,13 +459,20 @@ extension ReactorRuntime {
     }
 
     /// One drainer turn: only built by the thread that set `isDraining`.
-    struct Drain {
-        let runtime: ReactorRuntime
-        let reactor: R
-        let engine: Engine
+    @usableFromInline struct Drain {
+        @usableFromInline let runtime: ReactorRuntime
+        @usableFromInline let reactor: R
+        @usableFromInline let engine: Engine
+
+        @usableFromInline
+        init(runtime: ReactorRuntime, reactor: R, engine: Engine) {
+            self.runtime = runtime
+            self.reactor = reactor
+            self.engine = engine
+        }
 
         /// Applies queued work until the queue is empty, then gives up the drainer role.
-        func run() {
+        @inlinable func run() {
             var batch = engine.batch
             engine.batch = []
             while true {
@@ -488,7 +495,7 @@ extension ReactorRuntime {
             engine.batch = batch
         }
 
-        func process(_ work: Work) {
+        @inlinable func process(_ work: Work) {
             switch work {
             case .action(let action, let sequence, let entry):
                 if let action = engine.actionFlow.apply(action, from: entry) {
@@ -520,14 +527,14 @@ extension ReactorRuntime {
         }
 
         /// What remains of an action's mutations after applying its immediate part.
-        enum Outcome {
+        @usableFromInline enum Outcome {
             case done
             case failed
             case waiting(Mutations<R.Mutation>)
         }
 
         /// Applies the immediate part of `mutations` inline; returns the part that must wait.
-        func apply(_ mutations: Mutations<R.Mutation>, sequence: UInt64) -> Outcome {
+        @inlinable func apply(_ mutations: Mutations<R.Mutation>, sequence: UInt64) -> Outcome {
             switch mutations.node {
             case .empty:
                 return .done
@@ -570,7 +577,7 @@ extension ReactorRuntime {
 
         /// transform(mutation:) → reduce → transform(state:) → publish.
         @inline(__always)
-        func reduce(_ mutation: R.Mutation, entry: Int) {
+        @inlinable func reduce(_ mutation: R.Mutation, entry: Int) {
             guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
             let state = reactor.reduce(state: engine.state, mutation: mutation)
             engine.state = state
@@ -579,7 +586,7 @@ extension ReactorRuntime {
         }
 
         @inline(__always)
-        func publish(_ state: R.State) {
+        @inlinable func publish(_ state: R.State) {
             let (update, observers) = runtime.shared.withLock { shared in
                 let update = StateUpdate(version: shared.current!.version &+ 1, state: state)
                 shared.current = update
