@@ -46,9 +46,10 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                 mutationFlow: reactor.transform(mutation: .identity).compiled(),
                 stateFlow: reactor.transform(state: .identity).compiled()
             )
-            let visible = engine.stateFlow.apply(engine.state) ?? engine.state
+            let initial = StateUpdate(version: 0, state: engine.stateFlow.apply(engine.state) ?? engine.state)
+            engine.latest = initial
             self.engine = engine
-            shared.withLock { $0.current = StateUpdate(version: 0, state: visible) }
+            shared.withLock { $0.current = initial }
             started.store(true, ordering: .releasing)
             startSources(of: engine, reactor: reactor)
         }
@@ -101,6 +102,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// The hot path: enqueue, and drain if nobody else does.
     @inlinable func send(_ action: R.Action, reactor: R) -> ActionReceipt {
         ensureStarted(reactor)
+        let engine = self.engine!
         let (sequence, drainNow) = shared.withLock { shared -> (UInt64, Bool) in
             shared.nextSequence += 1
             let sequence = shared.nextSequence
@@ -115,11 +117,13 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                 return (sequence, false)
             }
             shared.isDraining = true
+            // This thread is the drainer now, so it may use the engine.
+            engine.observers = shared.observers
             return (sequence, true)
         }
         if drainNow {
-            let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
-            drain.process(.action(action, sequence: sequence, entry: 0))
+            let drain = Drain(runtime: self, reactor: reactor, engine: engine)
+            drain.applyAction(action, sequence: sequence, entry: 0)
             drain.run()
         }
         return ActionReceipt(sequence: sequence)
@@ -435,15 +439,24 @@ extension ReactorRuntime {
 extension ReactorRuntime {
     /// Drainer-only state, created when the runtime starts.
     @usableFromInline final class Engine {
+        // `@exclusivity(unchecked)`: only the drainer touches these (see `engine`), so the
+        // dynamic exclusivity checks would only cost time on the hot path.
+
         /// The untransformed state `reduce` works on.
-        @usableFromInline var state: R.State
+        @usableFromInline @exclusivity(unchecked) var state: R.State
+        /// The latest published state; `shared.current` catches up at the next `sync`.
+        @usableFromInline @exclusivity(unchecked) var latest: StateUpdate<R.State>
+        /// The observers as of the last `sync`.
+        @usableFromInline @exclusivity(unchecked) var observers: [(id: UInt64, observer: StateObserver)] = []
+        /// Whether `latest` is newer than `shared.current`.
+        @usableFromInline @exclusivity(unchecked) var needsSync = false
         @usableFromInline let actionFlow: CompiledFlow<R.Action>
         @usableFromInline let mutationFlow: CompiledFlow<R.Mutation>
         @usableFromInline let stateFlow: CompiledFlow<R.State>
         /// The highest action sequence applied since the lock last heard of it.
-        @usableFromInline var processedThrough: UInt64 = 0
+        @usableFromInline @exclusivity(unchecked) var processedThrough: UInt64 = 0
         /// Reused between batches so draining does not allocate.
-        @usableFromInline var batch: [Work] = []
+        @usableFromInline @exclusivity(unchecked) var batch: [Work] = []
 
         @usableFromInline init(
             state: R.State,
@@ -452,6 +465,7 @@ extension ReactorRuntime {
             stateFlow: CompiledFlow<R.State>
         ) {
             self.state = state
+            self.latest = StateUpdate(version: 0, state: state)
             self.actionFlow = actionFlow
             self.mutationFlow = mutationFlow
             self.stateFlow = stateFlow
@@ -476,9 +490,8 @@ extension ReactorRuntime {
             var batch = engine.batch
             engine.batch = []
             while true {
-                let processed = engine.processedThrough
                 let (hasWork, due) = runtime.shared.withLock { shared -> (Bool, [@Sendable () -> Void]) in
-                    let due = shared.markProcessed(through: processed)
+                    let due = sync(&shared)
                     if shared.pending.isEmpty || shared.isDisposed {
                         shared.pending.removeAll(keepingCapacity: true)
                         shared.isDraining = false
@@ -489,21 +502,44 @@ extension ReactorRuntime {
                 }
                 for callback in due { callback() }
                 guard hasWork else { break }
-                for work in batch { process(work) }
+                for index in 0..<batch.count {
+                    process(batch[index])
+                    // Let `currentState` readers (such as the next `mutate`) see this work's state.
+                    if engine.needsSync && index + 1 < batch.count {
+                        let due = runtime.shared.withLock { sync(&$0) }
+                        for callback in due { callback() }
+                    }
+                }
                 batch.removeAll(keepingCapacity: true)
             }
             engine.batch = batch
         }
 
+        /// Publishes the drainer's progress under the lock: the latest state, the applied
+        /// actions (returning the settle callbacks now due), and takes the current observers.
+        @inlinable func sync(_ shared: inout SharedState) -> [@Sendable () -> Void] {
+            if engine.needsSync {
+                shared.current = engine.latest
+                engine.needsSync = false
+            }
+            engine.observers = shared.observers
+            return shared.markProcessed(through: engine.processedThrough)
+        }
+
+        /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
+        @inlinable func applyAction(_ action: R.Action, sequence: UInt64, entry: Int) {
+            if let action = engine.actionFlow.apply(action, from: entry) {
+                if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
+                    runtime.spawn(rest, sequence: sequence, reactor: reactor)
+                }
+            }
+            engine.processedThrough = sequence
+        }
+
         @inlinable func process(_ work: Work) {
             switch work {
             case .action(let action, let sequence, let entry):
-                if let action = engine.actionFlow.apply(action, from: entry) {
-                    if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
-                        runtime.spawn(rest, sequence: sequence, reactor: reactor)
-                    }
-                }
-                engine.processedThrough = sequence
+                applyAction(action, sequence: sequence, entry: entry)
             case .skipped(let sequence):
                 engine.processedThrough = sequence
             case .mutation(let mutation, _, let task, let entry):
@@ -517,12 +553,13 @@ extension ReactorRuntime {
             case .taskFinished(let taskID, let failure):
                 runtime.finishTask(taskID, failure: failure)
             case .addObserver(let id):
-                let delivery = runtime.shared.withLock { shared -> (StateObserver, StateUpdate<R.State>)? in
-                    guard let observer = shared.waitingObservers.removeValue(forKey: id) else { return nil }
-                    shared.observers.append((id, observer))
-                    return (observer, shared.current!)
+                let (observer, due) = runtime.shared.withLock { shared -> (StateObserver?, [@Sendable () -> Void]) in
+                    let observer = shared.waitingObservers.removeValue(forKey: id)
+                    if let observer { shared.observers.append((id, observer)) }
+                    return (observer, sync(&shared))
                 }
-                if let (observer, update) = delivery { observer.receive(update) }
+                observer?.receive(engine.latest)
+                for callback in due { callback() }
             }
         }
 
@@ -542,10 +579,13 @@ extension ReactorRuntime {
                 reduce(mutation, entry: 0)
                 return .done
             case .concat(let parts):
-                for index in parts.indices {
+                var index = 0
+                while index < parts.count {
                     switch apply(parts[index], sequence: sequence) {
-                    case .done: continue
-                    case .failed: return .failed
+                    case .done:
+                        index += 1
+                    case .failed:
+                        return .failed
                     case .waiting(let rest):
                         let later = parts[(index + 1)...]
                         return .waiting(later.isEmpty ? rest : .concat([rest] + later))
@@ -587,12 +627,10 @@ extension ReactorRuntime {
 
         @inline(__always)
         @inlinable func publish(_ state: R.State) {
-            let (update, observers) = runtime.shared.withLock { shared in
-                let update = StateUpdate(version: shared.current!.version &+ 1, state: state)
-                shared.current = update
-                return (update, shared.observers)
-            }
-            for (_, observer) in observers { observer.receive(update) }
+            let update = StateUpdate(version: engine.latest.version &+ 1, state: state)
+            engine.latest = update
+            engine.needsSync = true
+            for (_, observer) in engine.observers { observer.receive(update) }
         }
     }
 }
