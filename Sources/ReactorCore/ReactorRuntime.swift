@@ -79,6 +79,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ) {
         let weakReactor = WeakReference(reactor)
         shared.withLock { shared in
+            if shared.isDisposed { return }
             let id = shared.nextTaskID()
             shared.tasks[id] = TaskRecord(
                 task: Task {
