@@ -454,6 +454,10 @@ extension ReactorRuntime {
         @usableFromInline let actionFlow: CompiledFlow<R.Action>
         @usableFromInline let mutationFlow: CompiledFlow<R.Mutation>
         @usableFromInline let stateFlow: CompiledFlow<R.State>
+        /// False for the default `transform(mutation:)`: `reduce` then skips the flow entirely.
+        @usableFromInline let transformsMutations: Bool
+        /// False for the default `transform(state:)`.
+        @usableFromInline let transformsStates: Bool
         /// The highest action sequence applied since the lock last heard of it.
         @usableFromInline @exclusivity(unchecked) var processedThrough: UInt64 = 0
         /// Reused between batches so draining does not allocate.
@@ -470,6 +474,8 @@ extension ReactorRuntime {
             self.actionFlow = actionFlow
             self.mutationFlow = mutationFlow
             self.stateFlow = stateFlow
+            self.transformsMutations = !mutationFlow.steps.isEmpty
+            self.transformsStates = !stateFlow.steps.isEmpty
         }
     }
 
@@ -619,11 +625,18 @@ extension ReactorRuntime {
         /// transform(mutation:) → reduce → transform(state:) → publish.
         @inline(__always)
         @inlinable func reduce(_ mutation: R.Mutation, entry: Int) {
-            guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
-            let state = reactor.reduce(state: engine.state, mutation: mutation)
-            engine.state = state
-            guard let visible = engine.stateFlow.apply(state) else { return }
-            publish(visible)
+            if engine.transformsMutations {
+                guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
+                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
+            } else {
+                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
+            }
+            if engine.transformsStates {
+                guard let visible = engine.stateFlow.apply(engine.state) else { return }
+                publish(visible)
+            } else {
+                publish(engine.state)
+            }
         }
 
         @inline(__always)
@@ -631,6 +644,7 @@ extension ReactorRuntime {
             let update = StateUpdate(version: engine.latest.version &+ 1, state: state)
             engine.latest = update
             engine.needsSync = true
+            if engine.observers.isEmpty { return }
             for (_, observer) in engine.observers { observer.receive(update) }
         }
     }

@@ -53,6 +53,19 @@ let runtime = measure("send(.increase), delay 0, no subscriber", count: count) {
 }
 precondition(reactor.currentState.value == warmup + count, "every action must be applied")
 
+// The same through code generic over `Reactor` (how the HTTP layer calls it): the call goes
+// through the protocol witness, which is specialised for CounterReactor.
+@inline(never)
+func sendGenerically<R: Reactor>(_ action: R.Action, to reactor: R, times: Int) {
+    for _ in 0..<times { reactor.send(action) }
+}
+let generic = CounterReactor(delay: .zero)
+sendGenerically(.increase, to: generic, times: warmup)
+let throughGenericCode = measure("same, called from generic code", count: count) {
+    sendGenerically(.increase, to: generic, times: count)
+}
+precondition(generic.currentState.value == warmup + count)
+
 // The same with one synchronous observer (what the HTTP layer registers per instance).
 let observed = CounterReactor(delay: .zero)
 let versions = Box(0)
@@ -76,7 +89,7 @@ let baseline = measure("baseline: 4 × reduce in a loop", count: count) {
 precondition(state.value == count)
 
 print("core-actions: \(count) actions to one CounterReactor (release build)")
-for measurement in [runtime, withObserver, baseline] { print(measurement.line()) }
+for measurement in [runtime, throughGenericCode, withObserver, baseline] { print(measurement.line()) }
 print("runtime / baseline time per action: \(format(runtime.nanosecondsEach / baseline.nanosecondsEach, 2))×")
 
 /// A counter the observer writes from the sending thread (the benchmark is single-threaded).
