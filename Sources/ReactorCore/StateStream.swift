@@ -5,7 +5,9 @@
 /// ``Reactor/observe(_:)`` to conflate instead). It finishes when the reactor is disposed or
 /// released. Any number of iterators may run at once.
 public struct StateStream<State: Sendable>: AsyncSequence, Sendable {
+    /// Each element is a published state.
     public typealias Element = State
+    /// The stream never throws; it ends when the reactor is disposed.
     public typealias Failure = Never
 
     /// Registers a subscriber: `receive` gets updates, `finish` ends the stream.

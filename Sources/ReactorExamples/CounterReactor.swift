@@ -37,7 +37,9 @@ public final class CounterReactor: Reactor {
     /// Actions shown to clients as examples.
     public static let exampleActions: [Action] = Action.allCases
 
+    /// A value of 0, not loading, no alert.
     public let initialState = State()
+    /// The reactor runtime.
     public let runtime = ReactorRuntime<CounterReactor>()
 
     private let delay: Duration
@@ -50,6 +52,7 @@ public final class CounterReactor: Reactor {
         self.clock = clock
     }
 
+    /// The mutations an action produces.
     public func mutate(action: Action) -> Mutations<Mutation> {
         let change: Mutation = action == .increase ? .increaseValue : .decreaseValue
         return .concat(
@@ -60,6 +63,7 @@ public final class CounterReactor: Reactor {
         )
     }
 
+    /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state
         switch mutation {

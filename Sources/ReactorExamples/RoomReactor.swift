@@ -32,7 +32,9 @@ public final class RoomReactor: Reactor {
     /// Actions shown to clients as examples.
     public static let exampleActions: [Action] = [.setName(name: "ada"), .say(text: "hello")]
 
+    /// A guest with an empty room, until the room's snapshot arrives.
     public let initialState: State
+    /// The reactor runtime.
     public let runtime = ReactorRuntime<RoomReactor>()
 
     private let room: Room
@@ -49,6 +51,7 @@ public final class RoomReactor: Reactor {
 
     deinit { room.leave(member: memberID) }
 
+    /// Renaming and speaking are side effects on the shared room.
     public func mutate(action: Action) -> Mutations<Mutation> {
         let (room, memberID) = (self.room, self.memberID)
         switch action {
@@ -64,6 +67,7 @@ public final class RoomReactor: Reactor {
         mutation.merge(with: room.events().map { Mutation.room($0) })
     }
 
+    /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state
         switch mutation {
@@ -81,5 +85,6 @@ public final class RoomReactor: Reactor {
         return state
     }
 
+    /// Leaves the room.
     public func didDispose() { room.leave(member: memberID) }
 }

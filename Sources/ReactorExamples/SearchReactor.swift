@@ -55,7 +55,9 @@ public final class SearchReactor: Reactor {
     /// What cancels an in-flight search.
     private static let searchID = "search"
 
+    /// No query, no results.
     public let initialState = State()
+    /// The reactor runtime.
     public let runtime = ReactorRuntime<SearchReactor>()
 
     private let names: [String]
@@ -74,6 +76,7 @@ public final class SearchReactor: Reactor {
         self.clock = clock
     }
 
+    /// The mutations an action produces.
     public func mutate(action: Action) -> Mutations<Mutation> {
         switch action {
         case .updateQuery(let query):
@@ -100,6 +103,7 @@ public final class SearchReactor: Reactor {
         }
     }
 
+    /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state
         switch mutation {

@@ -37,6 +37,7 @@ public final class TodoReactor: Reactor {
         case unknownID(String)
         case indexOutOfRange(Int)
 
+        /// A sentence for the error report.
         public var description: String {
             switch self {
             case .unknownID(let id): "no task has the id \(id)"
@@ -54,7 +55,9 @@ public final class TodoReactor: Reactor {
         .move(from: 0, to: 1),
     ]
 
+    /// No tasks.
     public let initialState = State()
+    /// The reactor runtime.
     public let runtime = ReactorRuntime<TodoReactor>()
 
     private let makeID: @Sendable () -> String
@@ -64,6 +67,7 @@ public final class TodoReactor: Reactor {
         self.makeID = makeID
     }
 
+    /// The mutations an action produces.
     public func mutate(action: Action) -> Mutations<Mutation> {
         let tasks = currentState.tasks
         func withIndex(of id: String, _ mutation: (Int) -> Mutation) -> Mutations<Mutation> {
@@ -87,6 +91,7 @@ public final class TodoReactor: Reactor {
         }
     }
 
+    /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state
         switch mutation {

@@ -1,0 +1,214 @@
+import Synchronization
+
+extension ReactorRuntime {
+    /// Drainer-only state, created when the runtime starts.
+    @usableFromInline final class Engine {
+        // `@exclusivity(unchecked)`: only the drainer touches these (see `engine`), so the
+        // dynamic exclusivity checks would only cost time on the hot path.
+
+        /// The untransformed state `reduce` works on.
+        @usableFromInline @exclusivity(unchecked) var state: R.State
+        /// The latest published state; `shared.current` catches up at the next `sync`.
+        @usableFromInline @exclusivity(unchecked) var latest: StateUpdate<R.State>
+        /// The observers as of the last `sync`.
+        @usableFromInline @exclusivity(unchecked) var observers: [(id: UInt64, observer: StateObserver)] = []
+        /// Whether `latest` is newer than `shared.current`.
+        @usableFromInline @exclusivity(unchecked) var needsSync = false
+        @usableFromInline let actionFlow: CompiledFlow<R.Action>
+        @usableFromInline let mutationFlow: CompiledFlow<R.Mutation>
+        @usableFromInline let stateFlow: CompiledFlow<R.State>
+        /// False for the default `transform(mutation:)`: `reduce` then skips the flow entirely.
+        @usableFromInline let transformsMutations: Bool
+        /// False for the default `transform(state:)`.
+        @usableFromInline let transformsStates: Bool
+        /// The highest action sequence applied since the lock last heard of it.
+        @usableFromInline @exclusivity(unchecked) var processedThrough: UInt64 = 0
+        /// Reused between batches so draining does not allocate.
+        @usableFromInline @exclusivity(unchecked) var batch: [Work] = []
+
+        @usableFromInline init(
+            state: R.State,
+            actionFlow: CompiledFlow<R.Action>,
+            mutationFlow: CompiledFlow<R.Mutation>,
+            stateFlow: CompiledFlow<R.State>
+        ) {
+            self.state = state
+            self.latest = StateUpdate(version: 0, state: state)
+            self.actionFlow = actionFlow
+            self.mutationFlow = mutationFlow
+            self.stateFlow = stateFlow
+            self.transformsMutations = !mutationFlow.steps.isEmpty
+            self.transformsStates = !stateFlow.steps.isEmpty
+        }
+    }
+
+    /// One drainer turn: only built by the thread that set `isDraining`.
+    @usableFromInline struct Drain {
+        @usableFromInline let runtime: ReactorRuntime
+        @usableFromInline let reactor: R
+        @usableFromInline let engine: Engine
+
+        @usableFromInline
+        init(runtime: ReactorRuntime, reactor: R, engine: Engine) {
+            self.runtime = runtime
+            self.reactor = reactor
+            self.engine = engine
+        }
+
+        /// Applies queued work until the queue is empty, then gives up the drainer role.
+        @inlinable func run() {
+            var batch = engine.batch
+            engine.batch = []
+            while true {
+                let (hasWork, due) = runtime.shared.withLock { shared -> (Bool, [@Sendable () -> Void]) in
+                    let due = sync(&shared)
+                    if shared.pending.isEmpty || shared.isDisposed {
+                        shared.pending.removeAll(keepingCapacity: true)
+                        shared.isDraining = false
+                        return (false, due)
+                    }
+                    swap(&shared.pending, &batch)
+                    return (true, due)
+                }
+                for callback in due { callback() }
+                guard hasWork else { break }
+                for index in 0..<batch.count {
+                    process(batch[index])
+                    // Let `currentState` readers (such as the next `mutate`) see this work's state.
+                    if engine.needsSync && index + 1 < batch.count {
+                        let due = runtime.shared.withLock { sync(&$0) }
+                        for callback in due { callback() }
+                    }
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+            engine.batch = batch
+        }
+
+        /// Publishes the drainer's progress under the lock: the latest state, the applied
+        /// actions (returning the settle callbacks now due), and takes the current observers.
+        @inlinable func sync(_ shared: inout SharedState) -> [@Sendable () -> Void] {
+            if engine.needsSync {
+                shared.current = engine.latest
+                engine.needsSync = false
+            }
+            engine.observers = shared.observers
+            return shared.markProcessed(through: engine.processedThrough)
+        }
+
+        /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
+        @inlinable func applyAction(_ action: R.Action, sequence: UInt64, entry: Int) {
+            if let action = engine.actionFlow.apply(action, from: entry) {
+                if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
+                    runtime.spawn(rest, sequence: sequence, reactor: reactor)
+                }
+            }
+            engine.processedThrough = sequence
+        }
+
+        @inlinable func process(_ work: Work) {
+            switch work {
+            case .action(let action, let sequence, let entry):
+                applyAction(action, sequence: sequence, entry: entry)
+            case .skipped(let sequence):
+                engine.processedThrough = sequence
+            case .mutation(let mutation, _, let task, let entry):
+                if let task, !runtime.isLive(task: task) { return }
+                reduce(mutation, entry: entry)
+            case .state(let state, let entry):
+                if let state = engine.stateFlow.apply(state, from: entry) { publish(state) }
+            case .stubState(let state):
+                engine.state = state
+                publish(state)
+            case .taskFinished(let taskID, let failure):
+                runtime.finishTask(taskID, failure: failure)
+            case .addObserver(let id):
+                let (observer, due) = runtime.shared.withLock { shared -> (StateObserver?, [@Sendable () -> Void]) in
+                    let observer = shared.waitingObservers.removeValue(forKey: id)
+                    if let observer { shared.observers.append((id, observer)) }
+                    return (observer, sync(&shared))
+                }
+                observer?.receive(engine.latest)
+                for callback in due { callback() }
+            }
+        }
+
+        /// What remains of an action's mutations after applying its immediate part.
+        @usableFromInline enum Outcome {
+            case done
+            case failed
+            case waiting(Mutations<R.Mutation>)
+        }
+
+        /// Applies the immediate part of `mutations` inline; returns the part that must wait.
+        @inlinable func apply(_ mutations: Mutations<R.Mutation>, sequence: UInt64) -> Outcome {
+            switch mutations.node {
+            case .empty:
+                return .done
+            case .just(let mutation):
+                reduce(mutation, entry: 0)
+                return .done
+            case .concat(let parts):
+                var index = 0
+                while index < parts.count {
+                    switch apply(parts[index], sequence: sequence) {
+                    case .done:
+                        index += 1
+                    case .failed:
+                        return .failed
+                    case .waiting(let rest):
+                        let later = parts[(index + 1)...]
+                        return .waiting(later.isEmpty ? rest : .concat([rest] + later))
+                    }
+                }
+                return .done
+            case .merge(let parts):
+                var waiting: [Mutations<R.Mutation>] = []
+                for part in parts {
+                    if case .waiting(let rest) = apply(part, sequence: sequence) { waiting.append(rest) }
+                }
+                if waiting.isEmpty { return .done }
+                return .waiting(waiting.count == 1 ? waiting[0] : .merge(waiting))
+            case .fail(let error):
+                runtime.report(MutationFailure(actionSequence: sequence, error: error))
+                return .failed
+            case .run, .delayed:
+                return .waiting(mutations)
+            case .cancellable(let id, let cancelInFlight, let inner):
+                if cancelInFlight { runtime.cancelTasks(id) }
+                let outcome = apply(inner.mutations, sequence: sequence)
+                guard case .waiting(let rest) = outcome else { return outcome }
+                return .waiting(Mutations(.cancellable(id, cancelInFlight: false, .init(rest))))
+            case .cancel(let id):
+                runtime.cancelTasks(id)
+                return .done
+            }
+        }
+
+        /// transform(mutation:) → reduce → transform(state:) → publish.
+        @inline(__always)
+        @inlinable func reduce(_ mutation: R.Mutation, entry: Int) {
+            if engine.transformsMutations {
+                guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
+                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
+            } else {
+                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
+            }
+            if engine.transformsStates {
+                guard let visible = engine.stateFlow.apply(engine.state) else { return }
+                publish(visible)
+            } else {
+                publish(engine.state)
+            }
+        }
+
+        @inline(__always)
+        @inlinable func publish(_ state: R.State) {
+            let update = StateUpdate(version: engine.latest.version &+ 1, state: state)
+            engine.latest = update
+            engine.needsSync = true
+            if engine.observers.isEmpty { return }
+            for (_, observer) in engine.observers { observer.receive(update) }
+        }
+    }
+}

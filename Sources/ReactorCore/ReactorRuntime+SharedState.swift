@@ -1,0 +1,121 @@
+import Synchronization
+
+extension ReactorRuntime {
+    /// One unit of work for the drainer.
+    @usableFromInline enum Work: Sendable {
+        case action(R.Action, sequence: UInt64, entry: Int)
+        case skipped(sequence: UInt64)
+        case mutation(R.Mutation, sequence: UInt64?, task: UInt64?, entry: Int)
+        case state(R.State, entry: Int)
+        case stubState(R.State)
+        case taskFinished(UInt64, failure: MutationFailure?)
+        case addObserver(UInt64)
+    }
+
+    @usableFromInline struct StateObserver: Sendable {
+        @usableFromInline let receive: @Sendable (StateUpdate<R.State>) -> Void
+        @usableFromInline let finish: (@Sendable () -> Void)?
+    }
+
+    @usableFromInline struct ErrorObserver: Sendable {
+        @usableFromInline let receive: @Sendable (MutationFailure) -> Void
+        @usableFromInline let finish: (@Sendable () -> Void)?
+    }
+
+    @usableFromInline struct TaskRecord: Sendable {
+        @usableFromInline let task: Task<Void, Never>
+        @usableFromInline let sequence: UInt64?
+        @usableFromInline let cancelIDs: [CancelID]
+    }
+
+    /// Everything other threads may read or change; always accessed under `shared`'s lock.
+    @usableFromInline struct SharedState: Sendable {
+        @usableFromInline var pending: [Work] = []
+        @usableFromInline var isDraining = false
+        @usableFromInline var isDisposed = false
+        @usableFromInline var nextSequence: UInt64 = 0
+        @usableFromInline var current: StateUpdate<R.State>?
+        @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
+        @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
+        @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
+        @usableFromInline var tasks: [UInt64: TaskRecord] = [:]
+        /// Actions up to this sequence have had their immediate mutations applied.
+        @usableFromInline var processedThrough: UInt64 = 0
+        /// Waiting tasks per action sequence.
+        @usableFromInline var unsettled: [UInt64: Int] = [:]
+        @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        @usableFromInline var isStubEnabled = false
+        @usableFromInline var stubActions: [R.Action] = []
+        @usableFromInline var lastID: UInt64 = 0
+
+        @usableFromInline mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
+        @usableFromInline mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }
+
+        @inlinable func isSettled(_ sequence: UInt64) -> Bool {
+            sequence <= processedThrough && unsettled[sequence] == nil
+        }
+
+        @inlinable mutating func enqueueOrMarkProcessed(_ work: Work, sequence: UInt64) {
+            if isDraining || !pending.isEmpty {
+                pending.append(work)
+            } else {
+                processedThrough = sequence
+            }
+        }
+
+        /// Records that actions up to `sequence` were applied; returns callbacks now due.
+        @inlinable mutating func markProcessed(through sequence: UInt64) -> [@Sendable () -> Void] {
+            if sequence > processedThrough { processedThrough = sequence }
+            if settleCallbacks.isEmpty { return [] }
+            var due: [@Sendable () -> Void] = []
+            for (waiting, callbacks) in settleCallbacks where isSettled(waiting) {
+                due += callbacks
+                settleCallbacks[waiting] = nil
+            }
+            return due
+        }
+
+        /// Forgets a task; returns the settle callbacks of its action if that is now settled.
+        @usableFromInline mutating func removeTask(_ taskID: UInt64) -> [@Sendable () -> Void] {
+            guard let record = tasks.removeValue(forKey: taskID), let sequence = record.sequence else { return [] }
+            let remaining = (unsettled[sequence] ?? 1) - 1
+            unsettled[sequence] = remaining > 0 ? remaining : nil
+            guard isSettled(sequence), let callbacks = settleCallbacks.removeValue(forKey: sequence) else { return [] }
+            return callbacks
+        }
+
+        /// Marks the runtime disposed and hands back everything that must be cancelled or finished.
+        @usableFromInline mutating func shutDown() -> ReleasedWork {
+            isDisposed = true
+            pending.removeAll()
+            var finishers = observers.compactMap(\.observer.finish)
+            finishers += waitingObservers.values.compactMap(\.finish)
+            finishers += errorObservers.compactMap(\.observer.finish)
+            let released = ReleasedWork(
+                tasks: tasks.values.map(\.task),
+                finishers: finishers,
+                callbacks: settleCallbacks.values.flatMap { $0 }
+            )
+            observers.removeAll()
+            waitingObservers.removeAll()
+            errorObservers.removeAll()
+            tasks.removeAll()
+            unsettled.removeAll()
+            settleCallbacks.removeAll()
+            return released
+        }
+    }
+
+    /// What a disposed runtime must cancel, finish and call, outside the lock.
+    @usableFromInline struct ReleasedWork {
+        @usableFromInline let tasks: [Task<Void, Never>]
+        @usableFromInline let finishers: [@Sendable () -> Void]
+        @usableFromInline let callbacks: [@Sendable () -> Void]
+
+        @usableFromInline func finish() {
+            for task in tasks { task.cancel() }
+            for finisher in finishers { finisher() }
+            for callback in callbacks { callback() }
+        }
+    }
+}
