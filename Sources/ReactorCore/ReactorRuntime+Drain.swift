@@ -64,6 +64,9 @@ extension ReactorRuntime {
                     let due = sync(&shared)
                     if shared.pending.isEmpty || shared.isDisposed {
                         shared.pending.removeAll(keepingCapacity: true)
+                        // Hand the buffer back before giving up the role: after that, another
+                        // thread may drain and use the engine.
+                        engine.batch = batch
                         shared.isDraining = false
                         return (false, due)
                     }
@@ -82,7 +85,6 @@ extension ReactorRuntime {
                 }
                 batch.removeAll(keepingCapacity: true)
             }
-            engine.batch = batch
         }
 
         /// Publishes the drainer's progress under the lock: the latest state, the applied
