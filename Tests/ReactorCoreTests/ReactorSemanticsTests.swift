@@ -190,3 +190,66 @@ final class MergingReactor: Reactor {
     func transform(mutation: Flow<Int>) -> Flow<Int> { mutation.merge(with: global) }
     func reduce(state: Int, mutation: Int) -> Int { state + mutation }
 }
+
+@Suite struct ConcurrencyStressTests {
+    /// Actions from many tasks, each with an immediate mutation and one sent from a task, plus
+    /// settle callbacks that send again: everything is reduced once, serially, in version order.
+    @Test func immediateAndTaskMutationsFromManySendersAreReducedOnceEach() async {
+        let reactor = StressReactor()
+        let versions = Mutex<[UInt64]>([])
+        let token = reactor.observe { update in versions.withLock { $0.append(update.version) } }
+        let followUps = EventLog()
+        let receipts = await withTaskGroup(of: [ActionReceipt].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    (0..<250).map { _ in
+                        let receipt = reactor.send(.twice)
+                        reactor.whenSettled(receipt) {
+                            followUps.append("settled")
+                            reactor.send(.once)
+                        }
+                        return receipt
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        for receipt in receipts { await reactor.settled(receipt) }
+        #expect(followUps.all.count == 1_000)
+        // Each `.twice` adds 2 (one inline, one from a task), each follow-up `.once` adds 1.
+        let recorder = StateRecorder(reactor)
+        #expect(await recorder.wait { $0.last == 3_000 })
+        let overlaps = reactor.overlaps.load(ordering: .relaxed)
+        #expect(overlaps == 0)
+        let seen = versions.withLock { $0 }
+        #expect(seen == Array(0...UInt64(seen.count - 1)))
+        #expect(seen.count == 3_001)
+        token.cancel()
+    }
+}
+
+final class StressReactor: Reactor {
+    enum Action: String, Codable, Sendable { case once, twice }
+    typealias Mutation = Int
+    typealias State = Int
+
+    let initialState = 0
+    let runtime = ReactorRuntime<StressReactor>()
+    let reducing = Atomic<Int>(0)
+    let overlaps = Atomic<Int>(0)
+
+    func mutate(action: Action) -> Mutations<Int> {
+        switch action {
+        case .once: .just(1)
+        case .twice: .concat(.just(1), .run { send in send(1) })
+        }
+    }
+
+    func reduce(state: Int, mutation: Int) -> Int {
+        if reducing.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue != 1 {
+            overlaps.wrappingAdd(1, ordering: .relaxed)
+        }
+        defer { reducing.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+        return state + mutation
+    }
+}
