@@ -2,27 +2,65 @@ import Foundation
 
 /// Decodes the JSON of a reactor's `Action`: its synthesized Codable form
 /// (`{"add":{"title":"milk"}}`), or a bare JSON string naming a case without payload
-/// (`"increase"`, read as `{"increase":{}}`).
+/// (`"increase"`, read as `{"increase":{}}`). Failures name what was wrong.
 enum ActionDecoding {
     static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8]) throws(Problem) -> Action {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw Problem.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }
-        let firstError: Problem
+        let failure: DecodingError
         do {
-            return try JSONCoding.decode(type, from: body)
+            return try JSONCoding.decoder.decode(type, from: Data(body))
+        } catch let error as DecodingError {
+            failure = error
         } catch {
-            firstError = error
+            throw Problem.invalidAction("the body is not valid JSON")
         }
-        if let caseName = try? JSONCoding.decoder.decode(String.self, from: Data(body)) {
-            var wrapped = JSONObjectWriter()
-            wrapped.add(caseName, raw: "{}")
-            if let action = try? JSONCoding.decoder.decode(type, from: Data(wrapped.finish())) {
-                return action
+        let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
+        if let caseName = json as? String {
+            return try decodeBareCase(type, named: caseName)
+        }
+        if let object = json as? [String: Any], isTopLevel(failure) {
+            guard object.count == 1, let caseName = object.keys.first else {
+                throw Problem.invalidAction(
+                    "an action is one case: an object with exactly one key, the case name (got \(object.count) keys)")
+            }
+            // `{"increase":{}}` for an action whose Codable form is the bare string "increase".
+            if let payload = object[caseName] as? [String: Any], payload.isEmpty {
+                var quoted: [UInt8] = []
+                JSONObjectWriter.appendEscaped(caseName, to: &quoted)
+                if let action = try? JSONCoding.decoder.decode(type, from: Data(quoted)) { return action }
             }
             throw Problem.invalidAction("unknown action '\(caseName)'")
         }
-        throw Problem.invalidAction(firstError.detail)
+        if json == nil {
+            throw Problem.invalidAction("the body is not valid JSON")
+        }
+        throw Problem.invalidAction(JSONCoding.describe(failure))
+    }
+
+    /// `"name"` read as `{"name":{}}`: a case without payload.
+    private static func decodeBareCase<Action: Decodable>(_ type: Action.Type, named caseName: String) throws(Problem) -> Action {
+        var wrapped = JSONObjectWriter()
+        wrapped.add(caseName, raw: "{}")
+        do {
+            return try JSONCoding.decoder.decode(type, from: Data(wrapped.finish()))
+        } catch let error as DecodingError where !isTopLevel(error) {
+            throw Problem.invalidAction("action '\(caseName)' needs a payload: \(JSONCoding.describe(error))")
+        } catch {
+            throw Problem.invalidAction("unknown action '\(caseName)'")
+        }
+    }
+
+    private static func isTopLevel(_ error: DecodingError) -> Bool {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+        case .keyNotFound(_, let context):
+            return context.codingPath.isEmpty
+        @unknown default:
+            return true
+        }
     }
 
     private static func isJSONWhitespace(_ byte: UInt8) -> Bool {

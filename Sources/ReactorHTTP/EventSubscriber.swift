@@ -2,8 +2,9 @@ import MicroHTTP
 import Synchronization
 
 /// One client's event stream on one instance. It pulls from the instance's timeline whenever the
-/// connection can take bytes, so a slow client is sent the latest state at each write
-/// opportunity (conflated) and never holds the instance or other subscribers back.
+/// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
+/// write opportunity) is sent every version; one further behind is sent the latest state only
+/// (conflated). Either way it never holds the instance or other subscribers back.
 final class EventSubscriber: HTTPStreamSource {
     private struct Progress {
         /// The newest version already sent, nil before the first state.
@@ -23,6 +24,9 @@ final class EventSubscriber: HTTPStreamSource {
     static let pendingEventLimit = 32
     /// Most replayed states written in one chunk.
     static let replayBatch = 64
+    /// A subscriber at most this many versions behind is sent each of them; further behind, it
+    /// skips to the latest state.
+    static let catchUpLimit: UInt64 = 32
 
     private let timeline: StateTimeline
     private let retryMilliseconds: Int
@@ -67,6 +71,7 @@ final class EventSubscriber: HTTPStreamSource {
     func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
         let (latest, endReason) = timeline.current
         let ending: StreamEndReason? = stream.isShuttingDown ? (endReason ?? .shutdown) : endReason
+        let missed = catchUp(to: latest)
         return progress.withLock { progress -> HTTPStreamChunk in
             progress.stream = stream
             if progress.sentEnd { return .end }
@@ -87,6 +92,10 @@ final class EventSubscriber: HTTPStreamSource {
             }
             for event in progress.pendingEvents { bytes.append(contentsOf: event) }
             progress.pendingEvents.removeAll()
+            for state in missed where progress.lastSentVersion.map({ state.version > $0 }) ?? false {
+                ServerSentEvents.appendState(state, to: &bytes)
+                progress.lastSentVersion = state.version
+            }
             if progress.lastSentVersion.map({ latest.version > $0 }) ?? true {
                 ServerSentEvents.appendState(latest, to: &bytes)
                 progress.lastSentVersion = latest.version
@@ -97,6 +106,15 @@ final class EventSubscriber: HTTPStreamSource {
             }
             return bytes.isEmpty ? .idle : .bytes(bytes)
         }
+    }
+
+    /// The versions between the last one sent and `latest` (exclusive), when there are a few
+    /// and the history still holds them; empty otherwise.
+    private func catchUp(to latest: any VersionedState) -> [any VersionedState] {
+        let lastSent: UInt64? = progress.withLock { $0.replay.isEmpty ? $0.lastSentVersion : nil }
+        guard let lastSent, latest.version > lastSent + 1, latest.version - lastSent <= Self.catchUpLimit,
+              let missed = timeline.states(after: lastSent) else { return [] }
+        return missed.filter { $0.version < latest.version }
     }
 
     func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {

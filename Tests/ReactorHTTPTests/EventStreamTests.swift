@@ -105,7 +105,7 @@ struct EventStreamTests {
         let bob = try await client.create("room")
         let bobStream = try EventStreamClient(url: "\(server.base)/reactors/\(bob)/events")
         await bobStream.wait { !$0.isEmpty }
-        let said = try await client.post("/reactors/\(alice)/actions", #"{"say":{"_0":"hello from alice"}}"#)
+        let said = try await client.post("/reactors/\(alice)/actions", #"{"say":{"text":"hello from alice"}}"#)
         #expect(said.status == 202)
         let events = await bobStream.wait { events in
             events.contains { $0.data.contains("hello from alice") }

@@ -22,6 +22,8 @@ import Testing
         var configuration = ReactorServiceConfiguration()
         configuration.idleTimeout = .seconds(60)
         configuration.now = { time.now() }
+        // A closed client is noticed at the stream's next write: heartbeat often.
+        configuration.heartbeatInterval = .milliseconds(50)
         let server = ReactorServer(registry: registry, configuration: configuration)
         try server.start()
         return server

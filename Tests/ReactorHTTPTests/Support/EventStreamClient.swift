@@ -72,7 +72,7 @@ struct EventStreamParser {
 /// An event-stream subscriber: `curl -N` reading the stream, its output parsed as SSE.
 final class EventStreamClient: Sendable {
     private let process: Process
-    private let received = Mutex<Received>(Received())
+    private let received = Shared(Received())
 
     private struct Waiter {
         let id: Int
@@ -126,6 +126,15 @@ final class EventStreamClient: Sendable {
         }
     }
 
+    /// A lock-protected value that the reader thread and waiters share.
+    private final class Shared<Value>: Sendable where Value: Sendable {
+        private let mutex: Mutex<Value>
+        init(_ value: sending Value) { mutex = Mutex(value) }
+        func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+            mutex.withLock(body)
+        }
+    }
+
     /// Everything received so far.
     var events: [ServerSentEvent] { received.withLock { $0.events } }
     var comments: [String] { received.withLock { $0.comments } }
@@ -163,9 +172,10 @@ final class EventStreamClient: Sendable {
         await wait(timeout: timeout) { _ in false }
     }
 
-    /// Stops curl (by its PID) and waits for it.
+    /// Stops curl (by its PID) and waits for it. SIGKILL, because a child started from a
+    /// worker thread inherits that thread's blocked SIGTERM.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

@@ -1,0 +1,148 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import MicroHTTP
+import ReactorHTTP
+
+/// `reactor-server`: serves the example reactors over HTTP. Every flag has an environment
+/// variable of the same meaning; a flag given on the command line wins.
+@main
+struct ServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reactor-server",
+        abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
+        discussion: "Every option can also be set through the environment variable named in its help."
+    )
+
+    @Option(help: "Address to listen on (HOST).")
+    var host: String = Environment.string("HOST", default: "127.0.0.1")
+
+    @Option(help: "Port to listen on; 0 picks a free one (PORT).")
+    var port: UInt16 = Environment.value("PORT", default: 8080)
+
+    @Option(help: "Delay of the counter example's value change, in milliseconds (COUNTER_DELAY_MS).")
+    var counterDelayMs: Int = Environment.value("COUNTER_DELAY_MS", default: 500)
+
+    @Option(help: "Latency of the search example's look-ups, in milliseconds (SEARCH_LATENCY_MS).")
+    var searchLatencyMs: Int = Environment.value("SEARCH_LATENCY_MS", default: 300)
+
+    @Option(help: "HTTP worker threads; 0 uses one per core (THREADS).")
+    var threads: Int = Environment.value("THREADS", default: 0)
+
+    @Option(help: "Most live reactor instances (MAX_INSTANCES).")
+    var maxInstances: Int = Environment.value("MAX_INSTANCES", default: 100_000)
+
+    @Option(help: "Most open event streams in the server (MAX_STREAMS).")
+    var maxStreams: Int = Environment.value("MAX_STREAMS", default: 20_000)
+
+    @Option(help: "Most open event streams on one instance (MAX_STREAMS_PER_INSTANCE).")
+    var maxStreamsPerInstance: Int = Environment.value("MAX_STREAMS_PER_INSTANCE", default: 10_000)
+
+    @Option(help: "Most open connections (MAX_CONNECTIONS).")
+    var maxConnections: Int = Environment.value("MAX_CONNECTIONS", default: 30_000)
+
+    @Option(help: "Largest request body, in bytes (MAX_BODY_BYTES).")
+    var maxBodyBytes: Int = Environment.value("MAX_BODY_BYTES", default: 1 << 20)
+
+    @Option(help: "Largest request header block, in bytes (MAX_HEADER_BYTES).")
+    var maxHeaderBytes: Int = Environment.value("MAX_HEADER_BYTES", default: 16 * 1024)
+
+    @Option(help: "Close connections idle for this many seconds; 0 never (CONNECTION_TIMEOUT_S).")
+    var connectionTimeoutS: Int = Environment.value("CONNECTION_TIMEOUT_S", default: 60)
+
+    @Option(help: "Dispose instances idle for this many seconds with no open stream (IDLE_TIMEOUT_S).")
+    var idleTimeoutS: Int = Environment.value("IDLE_TIMEOUT_S", default: 1800)
+
+    @Option(help: "States kept per instance for Last-Event-ID replay (HISTORY_SIZE).")
+    var historySize: Int = Environment.value("HISTORY_SIZE", default: 256)
+
+    @Option(help: "Longest ?wait=true holds a request, in milliseconds (WAIT_TIMEOUT_MS).")
+    var waitTimeoutMs: Int = Environment.value("WAIT_TIMEOUT_MS", default: 10_000)
+
+    @Option(help: "Seconds between heartbeat comments on idle event streams (HEARTBEAT_S).")
+    var heartbeatS: Int = Environment.value("HEARTBEAT_S", default: 15)
+
+    @Option(help: "Comma-separated origins allowed by CORS, or * for any; empty disables CORS (CORS_ORIGINS).")
+    var corsOrigins: String = Environment.string("CORS_ORIGINS", default: "")
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (LOG_LEVEL).")
+    var logLevel: String = Environment.string("LOG_LEVEL", default: "info")
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
+            throw ValidationError("unknown log level '\(logLevel)'")
+        }
+        for (name, value) in [("max-instances", maxInstances), ("max-streams", maxStreams),
+                              ("max-streams-per-instance", maxStreamsPerInstance),
+                              ("max-connections", maxConnections), ("max-body-bytes", maxBodyBytes),
+                              ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
+                              ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs)]
+        where value <= 0 {
+            throw ValidationError("--\(name) must be positive")
+        }
+        for (name, value) in [("counter-delay-ms", counterDelayMs), ("search-latency-ms", searchLatencyMs),
+                              ("threads", threads), ("history-size", historySize),
+                              ("connection-timeout-s", connectionTimeoutS)]
+        where value < 0 {
+            throw ValidationError("--\(name) must not be negative")
+        }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "reactor-server")
+
+        var service = ReactorServiceConfiguration()
+        service.maxInstances = maxInstances
+        service.maxStreams = maxStreams
+        service.maxStreamsPerInstance = maxStreamsPerInstance
+        service.historyCapacity = historySize
+        service.idleTimeout = .seconds(idleTimeoutS)
+        service.waitTimeout = .milliseconds(waitTimeoutMs)
+        service.heartbeatInterval = .seconds(heartbeatS)
+        service.allowedOrigins = corsOrigins.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+
+        var http = HTTPServerConfiguration()
+        http.host = host
+        http.port = port
+        if threads > 0 { http.threads = threads }
+        http.connectionLimit = maxConnections
+        http.maxBodySize = maxBodyBytes
+        http.maxHeaderSize = maxHeaderBytes
+        http.connectionTimeout = connectionTimeoutS > 0 ? .seconds(connectionTimeoutS) : nil
+
+        let registry = ExampleReactors.registry(counterDelay: .milliseconds(counterDelayMs),
+                                                searchLatency: .milliseconds(searchLatencyMs))
+        let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            logger.critical("could not start: \(error)")
+            throw ExitCode(1)
+        }
+        // The line a supervisor or test reads to learn the bound port.
+        FileHandle.standardOutput.write(Data("reactor-server listening on http://\(host):\(server.port)\n".utf8))
+        let signalSources = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
+            server.shutdown()
+        }
+        withExtendedLifetime(signalSources) { dispatchMain() }
+    }
+}
+
+/// Reads option defaults from the environment.
+enum Environment {
+    static func string(_ name: String, default fallback: String) -> String {
+        ProcessInfo.processInfo.environment[name] ?? fallback
+    }
+
+    static func value<Value: LosslessStringConvertible>(_ name: String, default fallback: Value) -> Value {
+        ProcessInfo.processInfo.environment[name].flatMap(Value.init) ?? fallback
+    }
+}
