@@ -108,6 +108,8 @@ extension Problem {
         case 503:
             return Problem(status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
                            retryAfter: 1)
+        case 500...:
+            return Problem(status: status, kind: "internal", title: "Internal Server Error", detail: detail)
         default:
             return Problem(status: status, kind: "bad-request", title: "Bad Request", detail: detail)
         }

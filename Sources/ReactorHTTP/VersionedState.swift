@@ -58,7 +58,9 @@ struct StateHistory {
     /// them; nil when some were already dropped (the caller sends a fresh snapshot instead).
     func states(after version: UInt64) -> [any VersionedState]? {
         guard let oldest = ring.isEmpty ? nil : ring[start] else { return nil }
-        guard version + 1 >= oldest.version else { return nil }
+        let newest = ring[(start + ring.count - 1) % ring.count]
+        // Too old to replay, or a version this instance never published: a fresh snapshot.
+        guard version + 1 >= oldest.version, version <= newest.version else { return nil }
         var result: [any VersionedState] = []
         for offset in 0..<ring.count {
             let state = ring[(start + offset) % ring.count]

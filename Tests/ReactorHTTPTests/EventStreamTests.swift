@@ -95,6 +95,11 @@ struct EventStreamTests {
                                             headers: ["Last-Event-ID": "2"])
         let events = await resumed.wait { !$0.isEmpty }
         #expect(events.compactMap(\.version) == [20])
+
+        let fromTheFuture = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
+                                                  headers: ["Last-Event-ID": "999"])
+        let snapshot = await fromTheFuture.wait { !$0.isEmpty }
+        #expect(snapshot.compactMap(\.version) == [20])
     }
 
     @Test func aMessageSaidInOneRoomInstanceReachesAnother() async throws {
