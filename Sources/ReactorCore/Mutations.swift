@@ -1,7 +1,7 @@
 /// The mutations one action produces: zero, one or many, at once or over time.
 ///
 /// `Mutations` is a description, not a running stream. The runtime reduces the parts that are
-/// available at once (``just(_:)``, ``empty``, ``concat(_:)-swift.type.method`` of those, a zero
+/// available at once (``just(_:)``, ``empty``, `concat` of those, a zero
 /// ``delayed(by:clock:)``) inline, on the thread that sent the action, without creating a task.
 /// Only parts that truly wait (``run(_:)``, a non-zero delay, an `AsyncSequence`) get a task,
 /// and their mutations re-enter the reactor's queue in order.

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What `send(_:)` returns: the action's sequence number on its instance (1, 2, 3 …).
 ///
@@ -55,11 +54,11 @@ public struct MutationFailure: Sendable, Hashable {
 
 /// Keeps an observer registered; ``cancel()`` (or releasing the token) unregisters it.
 public final class ObservationToken: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Locked<(@Sendable () -> Void)?>
 
     /// A token that runs `onCancel` once, on the first ``cancel()`` or on deinit.
     public init(onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Locked(onCancel)
     }
 
     /// Unregisters the observer. Idempotent. A call already under way may still complete.

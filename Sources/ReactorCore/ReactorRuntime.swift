@@ -12,9 +12,9 @@ import Synchronization
 /// waiting parts get a task, whose mutations re-enter the same queue. Since there is at most
 /// one drainer, `reduce` is serial and every accepted action is applied exactly once, in order.
 public final class ReactorRuntime<R: Reactor>: Sendable {
-    @usableFromInline let shared = Mutex(SharedState())
+    @usableFromInline let shared = Locked(SharedState())
     @usableFromInline let started = Atomic<Bool>(false)
-    @usableFromInline let startLock = Mutex(())
+    @usableFromInline let startLock = Locked(())
 
     /// State only the drainer touches. Safe without a lock because:
     /// - it is set once, under `startLock`, before `started` is stored with release ordering,

@@ -1,4 +1,4 @@
-import Synchronization
+import ReactorCore
 
 /// A process-wide chat room shared by every ``RoomReactor``: the global state of the room
 /// example. Use ``shared`` in the server and a fresh `Room()` in tests.
@@ -48,7 +48,7 @@ public final class Room: Sendable {
 
     /// How many messages the room keeps.
     public let historyLimit: Int
-    private let storage = Mutex(Storage())
+    private let storage = Locked(Storage())
 
     /// An empty room that keeps the last `historyLimit` messages.
     public init(historyLimit: Int = 100) {

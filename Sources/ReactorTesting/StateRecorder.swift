@@ -1,5 +1,4 @@
 import ReactorCore
-import Synchronization
 
 /// Records every state a reactor publishes, from the state current when recording starts.
 ///
@@ -27,8 +26,8 @@ public final class StateRecorder<State: Sendable>: Sendable {
         }
     }
 
-    private let record = Mutex(Record())
-    private let token = Mutex<ObservationToken?>(nil)
+    private let record = Locked(Record())
+    private let token = Locked<ObservationToken?>(nil)
 
     /// Starts recording `reactor`'s states (the first recorded one is its current state).
     public init<R: Reactor>(_ reactor: R) where R.State == State {

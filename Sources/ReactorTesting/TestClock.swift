@@ -1,4 +1,4 @@
-import Synchronization
+import ReactorCore
 
 /// A clock whose time moves only when a test calls ``advance(by:)``; nothing really sleeps.
 ///
@@ -50,7 +50,7 @@ public final class TestClock: Clock, Sendable {
         }
     }
 
-    private let timeline = Mutex(Timeline())
+    private let timeline = Locked(Timeline())
 
     /// A clock at its start, with no sleepers.
     public init() {}

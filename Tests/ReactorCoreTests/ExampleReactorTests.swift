@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func todoAddsTogglesEditsMovesAndDeletes() {
-        let ids = Mutex(0)
+        let ids = Locked(0)
         let reactor = TodoReactor { ids.withLock { $0 += 1; return "t\($0)" } }
         reactor.send(.add(title: "one"))
         reactor.send(.add(title: "two"))
@@ -103,7 +103,7 @@ import Testing
         let reactor = TodoReactor()
         reactor.send(.add(title: "one"))
         let before = reactor.currentUpdate
-        let failures = Mutex<[MutationFailure]>([])
+        let failures = Locked<[MutationFailure]>([])
         let token = reactor.observeErrors { failure in failures.withLock { $0.append(failure) } }
         let receipt = reactor.send(.toggle(id: "missing"))
         reactor.send(.move(from: 0, to: 5))

@@ -104,8 +104,8 @@ import Testing
 
     @Test func observerAddedWhileApplyingGetsTheStateReachedThenEveryLaterOne() {
         let reactor = ProbeReactor()
-        let seen = Mutex<[UInt64]>([])
-        let inner = Mutex<ObservationToken?>(nil)
+        let seen = Locked<[UInt64]>([])
+        let inner = Locked<ObservationToken?>(nil)
         let outer = reactor.observe { update in
             guard update.version == 1 else { return }
             // Registered while the reactor is applying an action: delivered by the drainer.

@@ -53,7 +53,7 @@ import Testing
 
     @Test func anErrorEndsOnlyItsOwnAction() async {
         let reactor = ProbeReactor()
-        let failures = Mutex<[MutationFailure]>([])
+        let failures = Locked<[MutationFailure]>([])
         let token = reactor.observeErrors { failure in failures.withLock { $0.append(failure) } }
         let failed = reactor.send(.fail)
         reactor.send(.add(10))
@@ -131,7 +131,7 @@ import Testing
 
     @Test func concurrentSendsAreReducedExactlyOnceInSerialOrder() async {
         let reactor = ProbeReactor()
-        let versions = Mutex<[UInt64]>([])
+        let versions = Locked<[UInt64]>([])
         let token = reactor.observe { update in versions.withLock { $0.append(update.version) } }
         let senders = 8
         let perSender = 1_250
@@ -196,7 +196,7 @@ final class MergingReactor: Reactor {
     /// settle callbacks that send again: everything is reduced once, serially, in version order.
     @Test func immediateAndTaskMutationsFromManySendersAreReducedOnceEach() async {
         let reactor = StressReactor()
-        let versions = Mutex<[UInt64]>([])
+        let versions = Locked<[UInt64]>([])
         let token = reactor.observe { update in versions.withLock { $0.append(update.version) } }
         let followUps = EventLog()
         let receipts = await withTaskGroup(of: [ActionReceipt].self) { group in

@@ -4,7 +4,7 @@ import Synchronization
 
 /// A thread-safe log of events, for asserting the order hooks run in.
 final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
     func clear() { entries.withLock { $0.removeAll() } }
