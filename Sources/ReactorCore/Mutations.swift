@@ -91,6 +91,15 @@ public struct Mutations<Mutation: Sendable>: Sendable {
         return Mutations(.delayed(duration, clock, Box(self)))
     }
 
+    /// `mutations` after `duration` on `clock`: the same as `mutations.delayed(by:clock:)`.
+    @inlinable public static func delayed(
+        by duration: Duration,
+        clock: any Clock<Duration>,
+        _ mutations: Mutations
+    ) -> Mutations {
+        mutations.delayed(by: duration, clock: clock)
+    }
+
     /// Marks the waiting part of these mutations with `id`, so it can be cancelled by
     /// ``cancel(id:)`` or by a later `cancellable` part with the same id and `cancelInFlight`.
     ///

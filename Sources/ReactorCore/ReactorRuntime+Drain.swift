@@ -1,5 +1,3 @@
-import Synchronization
-
 extension ReactorRuntime {
     /// Drainer-only state, created when the runtime starts.
     @usableFromInline final class Engine {

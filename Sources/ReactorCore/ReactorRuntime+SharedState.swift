@@ -1,5 +1,3 @@
-import Synchronization
-
 extension ReactorRuntime {
     /// One unit of work for the drainer.
     @usableFromInline enum Work: Sendable {
