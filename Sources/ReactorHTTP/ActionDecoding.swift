@@ -8,6 +8,9 @@ enum ActionDecoding {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw Problem.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }
+        guard JSONCoding.isUTF8(body) else {
+            throw Problem.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
+        }
         let failure: DecodingError
         do {
             return try JSONCoding.decoder.decode(type, from: Data(body))

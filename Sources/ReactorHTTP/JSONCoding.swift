@@ -30,6 +30,7 @@ enum JSONCoding {
 
     /// Decodes a JSON body, turning Foundation's errors into a sentence that names the problem.
     static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Problem) -> Value {
+        guard isUTF8(bytes) else { throw Problem.invalidBody("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)") }
         do {
             return try decoder.decode(type, from: Data(bytes))
         } catch let error as DecodingError {
@@ -37,6 +38,12 @@ enum JSONCoding {
         } catch {
             throw Problem.invalidBody("the body is not valid JSON: \(error)")
         }
+    }
+
+    /// Whether `bytes` are valid UTF-8. Foundation's decoder would also read UTF-16 and UTF-32
+    /// (detected from the first bytes), which RFC 8259 does not allow between systems.
+    static func isUTF8(_ bytes: [UInt8]) -> Bool {
+        String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// A sentence naming what a decoding error found wrong, and where.
