@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <malloc.h>
 
 /*
  * Wrappers for what Swift cannot call directly: the variadic functions of
@@ -77,5 +78,10 @@ static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
 static inline ssize_t cmhd_end_of_stream(void) { return (ssize_t)MHD_CONTENT_READER_END_OF_STREAM; }
 static inline ssize_t cmhd_end_with_error(void) { return (ssize_t)MHD_CONTENT_READER_END_WITH_ERROR; }
 static inline uint64_t cmhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+
+/** Free bytes glibc's heap arenas hold (`mallinfo2().fordblks`). */
+static inline size_t cmhd_heap_free_bytes(void) { return mallinfo2().fordblks; }
+/** Returns free heap pages to the system; 1 when some were. */
+static inline int cmhd_heap_trim(void) { return malloc_trim(0); }
 
 #endif

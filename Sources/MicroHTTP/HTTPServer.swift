@@ -40,6 +40,7 @@ public final class HTTPServer: Sendable {
             let daemon = try DaemonHandle.start(core: core)
             phase = .running(daemon, port: cmhd_bind_port(daemon.raw))
         }
+        core.startMemoryTrimmer()
     }
 
     /// The bound port (after start; 0 before).

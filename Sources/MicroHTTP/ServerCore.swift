@@ -7,6 +7,7 @@ final class ServerCore: Sendable {
         var streams: [UInt64: HTTPStream] = [:]
         var responders: [ObjectIdentifier: HTTPResponder] = [:]
         var heartbeatTimer: Task<Void, Never>?
+        var memoryTrimmer: Task<Void, Never>?
     }
 
     let configuration: HTTPServerConfiguration
@@ -87,6 +88,23 @@ final class ServerCore: Sendable {
         extra?.cancel()
     }
 
+    // MARK: Memory
+
+    /// Starts the periodic ``MemoryTrim`` check (once per server).
+    func startMemoryTrimmer() {
+        let task = Task.detached(priority: .utility) {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: MemoryTrim.period) } catch { return }
+                MemoryTrim.trimIfWorthwhile()
+            }
+        }
+        let previous = registry.withLock { registry -> Task<Void, Never>? in
+            defer { registry.memoryTrimmer = task }
+            return registry.memoryTrimmer
+        }
+        previous?.cancel()
+    }
+
     // MARK: Shutdown
 
     /// Marks the server as shutting down and wakes every stream so that sources see it.
@@ -96,10 +114,10 @@ final class ServerCore: Sendable {
     }
 
     func stopHeartbeatTimer() {
-        let timer = registry.withLock { registry -> Task<Void, Never>? in
-            defer { registry.heartbeatTimer = nil }
-            return registry.heartbeatTimer
+        let timers = registry.withLock { registry -> [Task<Void, Never>] in
+            defer { registry.heartbeatTimer = nil; registry.memoryTrimmer = nil }
+            return [registry.heartbeatTimer, registry.memoryTrimmer].compactMap { $0 }
         }
-        timer?.cancel()
+        timers.forEach { $0.cancel() }
     }
 }
