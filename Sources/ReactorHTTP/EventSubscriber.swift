@@ -4,7 +4,8 @@ import Synchronization
 /// One client's event stream on one instance. It pulls from the instance's timeline whenever the
 /// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
 /// write opportunity) is sent every version; one further behind is sent the latest state only
-/// (conflated). Either way it never holds the instance or other subscribers back.
+/// (conflated). Either way it never holds the instance or other subscribers back. A state that
+/// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
 final class EventSubscriber: HTTPStreamSource {
     private struct Progress {
         /// The newest version already sent, nil before the first state.
@@ -42,9 +43,15 @@ final class EventSubscriber: HTTPStreamSource {
         self.retryMilliseconds = retryMilliseconds
         self.onClose = onClose
         var progress = Progress(replay: [])
-        if let lastEventID, let missed = timeline.states(after: lastEventID) {
-            progress.lastSentVersion = lastEventID
-            progress.replay = missed
+        if let lastEventID {
+            if let missed = timeline.states(after: lastEventID) {
+                progress.lastSentVersion = lastEventID
+                progress.replay = missed
+            } else if lastEventID < timeline.latest.version {
+                // The history no longer holds every version after it: the latest state follows,
+                // marked as a snapshot because versions are skipped.
+                progress.lastSentVersion = lastEventID
+            }
         }
         self.progress = Mutex(progress)
     }
@@ -93,11 +100,11 @@ final class EventSubscriber: HTTPStreamSource {
             for event in progress.pendingEvents { bytes.append(contentsOf: event) }
             progress.pendingEvents.removeAll()
             for state in missed where progress.lastSentVersion.map({ state.version > $0 }) ?? false {
-                ServerSentEvents.appendState(state, to: &bytes)
+                ServerSentEvents.appendState(state, after: progress.lastSentVersion, to: &bytes)
                 progress.lastSentVersion = state.version
             }
             if progress.lastSentVersion.map({ latest.version > $0 }) ?? true {
-                ServerSentEvents.appendState(latest, to: &bytes)
+                ServerSentEvents.appendState(latest, after: progress.lastSentVersion, to: &bytes)
                 progress.lastSentVersion = latest.version
             }
             if let ending {

@@ -9,8 +9,15 @@ enum ServerSentEvents {
     /// notice a client that went away.
     static let heartbeat: [UInt8] = Array(": heartbeat\n\n".utf8)
 
-    /// `id: <version>` / `event: state` / `data: <state JSON>`.
-    static func appendState(_ state: any VersionedState, to bytes: inout [UInt8]) {
+    /// The comment line that marks a state skipping versions (conflated, or resumed from a
+    /// `Last-Event-ID` the history no longer holds). Clients that read comments see the jump
+    /// explicitly; others see it from the versions, which grow by one per state.
+    static let snapshotMarker: [UInt8] = Array(": snapshot\n".utf8)
+
+    /// `id: <version>` / `event: state` / `data: <state JSON>`, preceded by ``snapshotMarker`` when
+    /// `previous` (the version the client last had) is not `version - 1`.
+    static func appendState(_ state: any VersionedState, after previous: UInt64? = nil, to bytes: inout [UInt8]) {
+        if let previous, state.version > previous &+ 1 { bytes.append(contentsOf: snapshotMarker) }
         bytes.append(contentsOf: "id: \(state.version)\nevent: state\ndata: ".utf8)
         bytes.append(contentsOf: state.json)
         bytes.append(contentsOf: [0x0A, 0x0A])
