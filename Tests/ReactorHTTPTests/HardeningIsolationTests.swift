@@ -1,0 +1,170 @@
+import Foundation
+import Logging
+import MicroHTTP
+import ReactorCore
+import ReactorExamples
+import Synchronization
+import Testing
+@testable import ReactorHTTP
+
+/// A reactor whose mutations misbehave on purpose: they throw, never end, or loop.
+final class HostileReactor: Reactor {
+    enum Action: String, Codable, Sendable {
+        /// A mutation that throws.
+        case fail
+        /// A mutation that awaits forever (until the instance is disposed).
+        case hang
+        /// A mutation that loops forever, yielding between turns.
+        case spin
+        /// A mutation that loops forever without yielding, checking only for cancellation.
+        case burn
+        /// An ordinary mutation.
+        case tick
+    }
+
+    enum Mutation: Sendable { case tick }
+
+    struct State: Codable, Sendable, Equatable { var ticks = 0 }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String { "the mutation failed on purpose" }
+    }
+
+    /// How many looping or hanging mutations are running in the whole process.
+    static let running = Atomic<Int>(0)
+
+    let initialState = State()
+    let runtime = ReactorRuntime<HostileReactor>()
+
+    func mutate(action: Action) -> Mutations<Mutation> {
+        switch action {
+        case .fail:
+            return .fail(Failure())
+        case .hang:
+            return .run { _ in
+                Self.running.add(1, ordering: .relaxed)
+                defer { Self.running.subtract(1, ordering: .relaxed) }
+                try await Task.sleep(for: .seconds(86_400))
+            }
+        case .spin:
+            return .run { _ in
+                Self.running.add(1, ordering: .relaxed)
+                defer { Self.running.subtract(1, ordering: .relaxed) }
+                while !Task.isCancelled { await Task.yield() }
+            }
+        case .burn:
+            return .run { _ in
+                Self.running.add(1, ordering: .relaxed)
+                defer { Self.running.subtract(1, ordering: .relaxed) }
+                var turns: UInt64 = 0
+                while !Task.isCancelled { turns &+= 1 }
+                _ = turns
+            }
+        case .tick:
+            return .just(.tick)
+        }
+    }
+
+    func reduce(state: State, mutation: Mutation) -> State {
+        var state = state
+        state.ticks += 1
+        return state
+    }
+}
+
+/// Isolation: what one instance's mutations do cannot stall another instance.
+@Suite(.serialized) struct HardeningIsolationTests {
+    func makeServer() throws -> ReactorServer {
+        var registry = ReactorRegistry()
+        registry.register("hostile") { HostileReactor() }
+        registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
+        var configuration = ReactorServiceConfiguration()
+        configuration.waitTimeout = .milliseconds(300)
+        configuration.heartbeatInterval = .milliseconds(200)
+        var logger = Logger(label: "hardening")
+        logger.logLevel = .warning
+        let server = ReactorServer(registry: registry, configuration: configuration, logger: logger)
+        try server.start()
+        return server
+    }
+
+    @Test func aThrowingMutationIsReportedAndTheInstanceKeepsWorking() async throws {
+        let server = try makeServer()
+        defer { server.shutdown() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let client = HTTPClient(base: base)
+        let hostile = try await client.create("hostile")
+        let other = try await client.create("counter")
+        let stream = try EventStreamClient(url: "\(base)/reactors/\(hostile)/events")
+        defer { stream.stop() }
+        await stream.wait { !$0.isEmpty }
+
+        #expect(try await client.post("/reactors/\(hostile)/actions", #""fail""#).status == 202)
+        let events = await stream.wait { $0.contains { $0.event == "error" } }
+        let error = try #require(events.first { $0.event == "error" })
+        #expect((error.json["type"] as? String)?.hasSuffix("mutation-failed") == true)
+
+        let ticked = try await client.post("/reactors/\(hostile)/actions?wait=true", #""tick""#)
+        #expect(ticked.status == 200)
+        #expect((ticked.json["state"] as? [String: Any])?["ticks"] as? Int == 1)
+        #expect(try await client.post("/reactors/\(other)/actions?wait=true", #""increase""#).status == 200)
+    }
+
+    @Test func hangingAndLoopingMutationsDoNotStallOtherInstances() async throws {
+        let server = try makeServer()
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        let runningBefore = HostileReactor.running.load(ordering: .relaxed)
+
+        // Four instances, each with a mutation that never ends and one that loops forever,
+        // and one with a loop that never yields its thread.
+        var hostiles: [String] = []
+        for _ in 0..<4 {
+            let id = try await client.create("hostile")
+            hostiles.append(id)
+            #expect(try await client.post("/reactors/\(id)/actions", #""hang""#).status == 202)
+            #expect(try await client.post("/reactors/\(id)/actions", #""spin""#).status == 202)
+        }
+        #expect(try await client.post("/reactors/\(hostiles[0])/actions", #""burn""#).status == 202)
+        try await waitUntil { HostileReactor.running.load(ordering: .relaxed) >= runningBefore + 9 }
+
+        // A wait on a mutation that never ends is answered 202 at the wait timeout.
+        let waited = try await client.post("/reactors/\(hostiles[1])/actions?wait=true", #""hang""#)
+        #expect(waited.status == 202)
+
+        // Every other instance is answered, and so are the hostile instances' ordinary actions.
+        let clock = ContinuousClock()
+        var latencies: [Duration] = []
+        for round in 0..<40 {
+            let id = try await client.create("counter")
+            let started = clock.now
+            let reply = try await client.post("/reactors/\(id)/actions?wait=true", #""increase""#)
+            latencies.append(clock.now - started)
+            #expect(reply.status == 200)
+            #expect((reply.json["state"] as? [String: Any])?["value"] as? Int == 1)
+            let hostile = hostiles[round % hostiles.count]
+            #expect(try await client.post("/reactors/\(hostile)/actions?wait=true", #""tick""#).status == 200)
+        }
+        latencies.sort()
+        print("isolation: wait=true on other instances, p50 \(latencies[latencies.count / 2]), max \(latencies.last!)")
+
+        // Deleting the instances cancels their endless work.
+        for id in hostiles {
+            #expect(try await client.send("DELETE", "/reactors/\(id)").status == 204)
+        }
+        try await waitUntil { HostileReactor.running.load(ordering: .relaxed) == runningBefore }
+    }
+
+    @Test func nothingListsInstancesAndIdsDoNotRepeat() async throws {
+        let server = try makeServer()
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        var ids: Set<String> = []
+        for _ in 0..<50 { ids.insert(try await client.create("counter")) }
+        #expect(ids.count == 50)
+        for path in ["/reactors", "/reactors/", "/types", "/metrics", "/healthz"] {
+            let reply = try await client.get(path)
+            #expect(!ids.contains { reply.text.contains($0) }, "\(path) names an instance")
+        }
+    }
+}
