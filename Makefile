@@ -41,3 +41,8 @@ test: deps venv
 
 clean:
 	rm -rf .build $(VENV)
+
+## Benchmarks against raw libmicrohttpd and Hummingbird (not part of `make test`); BENCH_ARGS=--quick for a short run.
+.PHONY: bench
+bench:
+	Benchmarks/run $(BENCH_ARGS)

@@ -1,0 +1,547 @@
+/* rsload: the load generator behind Benchmarks/run for what wrk cannot measure.
+ * Loopback only, raw non-blocking sockets, one epoll thread, CLOCK_MONOTONIC timestamps.
+ *
+ *   rsload create PORT TYPE COUNT CONNS          POST /reactors COUNT times; prints one id a line
+ *   rsload latency PORT IDS_FILE RATE SECONDS POSTCONNS
+ *       one event stream per id; RATE actions/s ("increase") spread round-robin over the ids;
+ *       latency = POST sent -> first event whose "value" shows the new count; p50/p99/max
+ *   rsload fanout PORT ROOM_ID SUBSCRIBERS SECONDS INTERVAL_MS [SERVER_PID]
+ *       SUBSCRIBERS event streams on one room instance; a `say` ("m<k>") every INTERVAL_MS;
+ *       latency = say sent -> a subscriber's first event containing "m<k>"; p50/p99/max, plus
+ *       the server's RSS and CPU over the measured window when SERVER_PID is given
+ *   rsload coldstart PORT RUNS -- COMMAND ARGS...
+ *       starts COMMAND RUNS times; time from fork to the first 200 on GET /healthz; min/median
+ *
+ * Every result line starts with "result " and holds key=value pairs. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* epoll_wait with a nanosecond timeout (no busy loop: the load generator shares the cores). */
+static int wait_events(int ep, struct epoll_event *events, int max, int64_t timeout_ns) {
+  if (timeout_ns < 0) timeout_ns = 0;
+  struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL, .tv_nsec = timeout_ns % 1000000000LL};
+  return epoll_pwait2(ep, events, max, &ts, NULL);
+}
+
+static void die(const char *what) { perror(what); exit(2); }
+
+static int connect_to(int port, int nonblocking) {
+  int fd = socket(AF_INET, SOCK_STREAM | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  if (fd < 0) die("socket");
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0 && errno != EINPROGRESS) { close(fd); return -1; }
+  return fd;
+}
+
+static void write_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, buf, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) { usleep(50); continue; }
+      die("write");
+    }
+    buf += n;
+    len -= (size_t)n;
+  }
+}
+
+/* Blocking request/response on a keep-alive connection; returns the status, body in buf. */
+static int http_roundtrip(int fd, const char *req, size_t reqlen, char *buf, size_t cap, char **body, size_t *bodylen) {
+  write_all(fd, req, reqlen);
+  size_t have = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf + have, cap - 1 - have);
+    if (n <= 0) return -1;
+    have += (size_t)n;
+    buf[have] = 0;
+    char *end = strstr(buf, "\r\n\r\n");
+    if (!end) continue;
+    char *cl = strcasestr(buf, "content-length:");
+    size_t length = cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0;
+    size_t total = (size_t)(end + 4 - buf) + length;
+    if (have < total) continue;
+    *body = end + 4;
+    *bodylen = length;
+    return atoi(buf + 9);
+  }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report_latency(const char *prefix, int64_t *samples, size_t count) {
+  if (count == 0) { printf("result %s samples=0\n", prefix); return; }
+  qsort(samples, count, sizeof *samples, cmp_i64);
+  printf("result %s samples=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f\n", prefix, count,
+         samples[count / 2] / 1e3, samples[(size_t)(count * 0.99)] / 1e3, samples[count - 1] / 1e3);
+}
+
+/* ---------------------------------------------------------------- create */
+
+static int cmd_create(int port, const char *type, long count, int conns) {
+  char req[512];
+  char body[128];
+  int bl = snprintf(body, sizeof body, "{\"type\":\"%s\"}", type);
+  int rl = snprintf(req, sizeof req,
+                    "POST /reactors HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Content-Length: %d\r\n\r\n%s", bl, body);
+  /* Pipelined over CONNS connections, at most 16 requests in flight each. */
+  if (conns < 1) conns = 1;
+  int *fds = calloc(conns, sizeof *fds);
+  long *sent = calloc(conns, sizeof *sent), *done = calloc(conns, sizeof *done);
+  char **bufs = calloc(conns, sizeof *bufs);
+  size_t *have = calloc(conns, sizeof *have);
+  const size_t cap = 1 << 16;
+  for (int i = 0; i < conns; i++) {
+    fds[i] = connect_to(port, 0);
+    if (fds[i] < 0) die("connect");
+    bufs[i] = malloc(cap);
+  }
+  long per = (count + conns - 1) / conns, total = 0;
+  int64_t start = now_ns();
+  while (total < count) {
+    for (int i = 0; i < conns && total < count; i++) {
+      long quota = per;
+      if ((long)i * per + quota > count) quota = count - (long)i * per;
+      if (quota < 0) quota = 0;
+      while (sent[i] < quota && sent[i] - done[i] < 16) { write_all(fds[i], req, rl); sent[i]++; }
+      while (done[i] < sent[i]) {
+        char *end = memmem(bufs[i], have[i], "\r\n\r\n", 4);
+        if (end) {
+          bufs[i][have[i] < cap ? have[i] : cap - 1] = 0;
+          char *cl = strcasestr(bufs[i], "content-length:");
+          size_t length = cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0;
+          size_t whole = (size_t)(end + 4 - bufs[i]) + length;
+          if (have[i] >= whole) {
+            if (atoi(bufs[i] + 9) != 201) { fprintf(stderr, "create: status %d\n", atoi(bufs[i] + 9)); exit(1); }
+            char *id = memmem(end + 4, length, "\"id\":\"", 6);
+            if (!id) { fprintf(stderr, "create: no id\n"); exit(1); }
+            id += 6;
+            char *q = memchr(id, '"', length);
+            fwrite(id, 1, (size_t)(q - id), stdout);
+            fputc('\n', stdout);
+            memmove(bufs[i], bufs[i] + whole, have[i] - whole);
+            have[i] -= whole;
+            done[i]++;
+            total++;
+            continue;
+          }
+        }
+        ssize_t n = read(fds[i], bufs[i] + have[i], cap - 1 - have[i]);
+        if (n <= 0) die("read");
+        have[i] += (size_t)n;
+        if (sent[i] - done[i] < 8 && sent[i] < quota) break; /* refill the pipeline */
+      }
+    }
+  }
+  fprintf(stderr, "result create count=%ld seconds=%.2f per_s=%.0f\n", count, (now_ns() - start) / 1e9,
+          count / ((now_ns() - start) / 1e9));
+  fflush(stdout);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- event streams */
+
+enum { CARRY = 48 };
+
+struct conn {
+  int fd;
+  int kind;      /* 0 event stream, 1 action poster */
+  int index;     /* counter index (streams) */
+  int busy;      /* poster: a request in flight */
+  int ready;     /* stream: first event seen */
+  size_t have;   /* poster: response bytes buffered */
+  long best;     /* stream: highest value / message number seen */
+  char carry[CARRY];
+  int carrylen;
+  char rbuf[512];
+};
+
+static char *readbuf;
+static const size_t READCAP = 1 << 18;
+
+static int open_stream(int port, const char *id) {
+  int fd = connect_to(port, 0);
+  if (fd < 0) return -1;
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET /reactors/%s/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n", id);
+  write_all(fd, req, (size_t)n);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+/* Calls found(number) for every `needle` followed by digits (and then a non-digit) in
+ * data[0, len). `data` starts with the connection's carried tail, so a token cut by a read is
+ * found whole the next time; tokens found twice are harmless (callers keep the highest). */
+static void scan(struct conn *c, const char *data, size_t len, const char *needle, void (*found)(struct conn *, long)) {
+  size_t nl = strlen(needle);
+  for (const char *p = data; (p = memmem(p, len - (size_t)(p - data), needle, nl)); p += nl) {
+    const char *d = p + nl, *e = d;
+    long v = 0;
+    while (e < data + len && *e >= '0' && *e <= '9') v = v * 10 + (*e++ - '0');
+    if (e > d && e < data + len) found(c, v);
+  }
+  size_t keep = len < CARRY ? len : CARRY;
+  memcpy(c->carry, data + len - keep, keep);
+  c->carrylen = (int)keep;
+}
+
+/* latency state */
+static long n_counters, per_counter_cap;
+static int64_t *send_times; /* [counter][k], k = 1.. */
+static long *sent_count;
+static int64_t *samples;
+static size_t n_samples, samples_cap;
+static int64_t now_cached;
+
+static void add_sample(int64_t v) {
+  if (n_samples == samples_cap) {
+    samples_cap = samples_cap ? samples_cap * 2 : 1 << 16;
+    samples = realloc(samples, samples_cap * sizeof *samples);
+  }
+  samples[n_samples++] = v;
+}
+
+static void counter_value(struct conn *c, long v) {
+  c->ready = 1;
+  if (v <= c->best) return;
+  long limit = sent_count[c->index];
+  for (long k = c->best + 1; k <= v && k <= limit; k++) add_sample(now_cached - send_times[c->index * per_counter_cap + k]);
+  c->best = v;
+}
+
+static char **read_ids(const char *path, long *count) {
+  FILE *f = fopen(path, "r");
+  if (!f) die(path);
+  char **ids = NULL;
+  long n = 0, cap = 0;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = 0;
+    if (!*line) continue;
+    if (n == cap) { cap = cap ? cap * 2 : 256; ids = realloc(ids, cap * sizeof *ids); }
+    ids[n++] = strdup(line);
+  }
+  fclose(f);
+  *count = n;
+  return ids;
+}
+
+/* Reads a poster's response(s); returns 1 when a whole response has arrived. */
+static int poster_read(struct conn *c) {
+  for (;;) {
+    ssize_t n = read(c->fd, c->rbuf + c->have, sizeof c->rbuf - 1 - c->have);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    if (n <= 0) { fprintf(stderr, "poster connection closed\n"); exit(1); }
+    c->have += (size_t)n;
+    c->rbuf[c->have] = 0;
+    char *end = strstr(c->rbuf, "\r\n\r\n");
+    if (!end) continue;
+    char *cl = strcasestr(c->rbuf, "content-length:");
+    size_t length = cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0;
+    size_t whole = (size_t)(end + 4 - c->rbuf) + length;
+    if (c->have < whole) continue;
+    int status = atoi(c->rbuf + 9);
+    if (status >= 300) { fprintf(stderr, "action status %d\n", status); exit(1); }
+    memmove(c->rbuf, c->rbuf + whole, c->have - whole);
+    c->have -= whole;
+    c->busy = 0;
+    return 1;
+  }
+}
+
+static void stream_read(struct conn *c, const char *needle, void (*found)(struct conn *, long), long *closed) {
+  for (;;) {
+    ssize_t n = read(c->fd, readbuf + CARRY, READCAP);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) { (*closed)++; close(c->fd); c->fd = -1; return; }
+    now_cached = now_ns();
+    char *from = readbuf + CARRY - c->carrylen;
+    memcpy(from, c->carry, (size_t)c->carrylen);
+    scan(c, from, (size_t)n + (size_t)c->carrylen, needle, found);
+    if ((size_t)n < READCAP) return;
+  }
+}
+
+static int cmd_latency(int port, const char *ids_path, long rate, int seconds, int postconns) {
+  long count;
+  char **ids = read_ids(ids_path, &count);
+  n_counters = count;
+  long total = rate * seconds;
+  per_counter_cap = total / count + 2;
+  send_times = calloc((size_t)(count * per_counter_cap), sizeof *send_times);
+  sent_count = calloc((size_t)count, sizeof *sent_count);
+  readbuf = malloc(READCAP + CARRY);
+  int ep = epoll_create1(0);
+  struct conn *streams = calloc((size_t)count, sizeof *streams);
+  struct conn *posters = calloc((size_t)postconns, sizeof *posters);
+  for (long i = 0; i < count; i++) {
+    streams[i].fd = open_stream(port, ids[i]);
+    if (streams[i].fd < 0) die("stream connect");
+    streams[i].index = (int)i;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &streams[i]};
+    epoll_ctl(ep, EPOLL_CTL_ADD, streams[i].fd, &ev);
+  }
+  for (int i = 0; i < postconns; i++) {
+    posters[i].fd = connect_to(port, 0);
+    if (posters[i].fd < 0) die("poster connect");
+    fcntl(posters[i].fd, F_SETFL, fcntl(posters[i].fd, F_GETFL) | O_NONBLOCK);
+    posters[i].kind = 1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &posters[i]};
+    epoll_ctl(ep, EPOLL_CTL_ADD, posters[i].fd, &ev);
+  }
+  long closed = 0;
+  struct epoll_event events[256];
+  /* Wait for every stream's first state. */
+  int64_t deadline = now_ns() + 10000000000LL;
+  for (long ready = 0; ready < count && now_ns() < deadline;) {
+    int n = epoll_wait(ep, events, 256, 10);
+    for (int i = 0; i < n; i++) {
+      struct conn *c = events[i].data.ptr;
+      if (c->kind == 0 && c->fd >= 0) { int was = c->ready; stream_read(c, "\"value\":", counter_value, &closed); ready += !was && c->ready; }
+    }
+  }
+  n_samples = 0;
+  char (*reqs)[512] = malloc((size_t)count * 512);
+  int *reqlen = malloc((size_t)count * sizeof *reqlen);
+  for (long i = 0; i < count; i++)
+    reqlen[i] = snprintf(reqs[i], 512, "POST /reactors/%s/actions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 10\r\n\r\n\"increase\"", ids[i]);
+  int64_t start = now_ns(), interval = 1000000000LL / rate;
+  long next = 0, late = 0;
+  int rr = 0;
+  int64_t end = start + (int64_t)seconds * 1000000000LL;
+  while (next < total) {
+    int64_t t = now_ns();
+    while (next < total && start + next * interval <= t) {
+      int p = -1;
+      for (int k = 0; k < postconns; k++) { int j = (rr + k) % postconns; if (!posters[j].busy) { p = j; break; } }
+      if (p < 0) break;
+      rr = (p + 1) % postconns;
+      long counter = next % count;
+      long k = ++sent_count[counter];
+      send_times[counter * per_counter_cap + k] = now_ns();
+      posters[p].busy = 1;
+      write_all(posters[p].fd, reqs[counter], (size_t)reqlen[counter]);
+      if (t - (start + next * interval) > 1000000) late++;
+      next++;
+    }
+    /* Sleep until the next send is due (or, with every poster busy, until a reply). */
+    int64_t wait_ns = start + next * interval - now_ns();
+    int all_busy = 1;
+    for (int k = 0; k < postconns && all_busy; k++) all_busy = posters[k].busy;
+    int n = wait_events(ep, events, 256, all_busy ? 1000000 : wait_ns);
+    for (int i = 0; i < n; i++) {
+      struct conn *c = events[i].data.ptr;
+      if (c->kind == 1) poster_read(c);
+      else if (c->fd >= 0) stream_read(c, "\"value\":", counter_value, &closed);
+    }
+    if (now_ns() > end + 5000000000LL) break;
+  }
+  double elapsed = (now_ns() - start) / 1e9;
+  /* Drain: give the last events up to a second. */
+  int64_t drain = now_ns() + 1000000000LL;
+  while (now_ns() < drain) {
+    int n = epoll_wait(ep, events, 256, 10);
+    for (int i = 0; i < n; i++) {
+      struct conn *c = events[i].data.ptr;
+      if (c->kind == 1) poster_read(c);
+      else if (c->fd >= 0) stream_read(c, "\"value\":", counter_value, &closed);
+    }
+  }
+  printf("result latency_meta sent=%ld rate_achieved=%.0f late_over_1ms=%ld streams_closed=%ld\n", next, next / elapsed, late, closed);
+  report_latency("latency", samples, n_samples);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- fan-out */
+
+static int64_t *say_times;
+static long says_sent;
+static long deliveries_missed;
+
+static void room_message(struct conn *c, long k) {
+  c->ready = 1;
+  if (k <= c->best) return;
+  if (k <= says_sent && k >= 1) {
+    add_sample(now_cached - say_times[k]);
+    if (c->best > 0) deliveries_missed += k - c->best - 1;
+  }
+  c->best = k;
+}
+
+static void proc_usage(int pid, double *cpu_s, long *rss_kib) {
+  char path[64], buf[2048];
+  *cpu_s = 0;
+  *rss_kib = 0;
+  if (pid <= 0) return;
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (fgets(buf, sizeof buf, f)) {
+      char *p = strrchr(buf, ')');
+      unsigned long ut = 0, st = 0;
+      /* fields after ')': state(3) ... utime(14) stime(15) */
+      if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+        *cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    fclose(f);
+  }
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  f = fopen(path, "r");
+  if (f) {
+    while (fgets(buf, sizeof buf, f))
+      if (!strncmp(buf, "VmRSS:", 6)) *rss_kib = atol(buf + 6);
+    fclose(f);
+  }
+}
+
+static int cmd_fanout(int port, const char *id, long subscribers, int seconds, int interval_ms, int pid) {
+  readbuf = malloc(READCAP + CARRY);
+  int ep = epoll_create1(0);
+  struct conn *streams = calloc((size_t)subscribers, sizeof *streams);
+  struct epoll_event events[512];
+  long closed = 0, ready = 0;
+  int64_t t0 = now_ns();
+  for (long i = 0; i < subscribers; i++) {
+    streams[i].fd = open_stream(port, id);
+    if (streams[i].fd < 0) die("stream connect");
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &streams[i]};
+    epoll_ctl(ep, EPOLL_CTL_ADD, streams[i].fd, &ev);
+    if (i % 200 == 199) { /* let the server keep up with the accepts */
+      int n = epoll_wait(ep, events, 512, 0);
+      for (int e = 0; e < n; e++) { struct conn *c = events[e].data.ptr; if (c->fd >= 0) { int was = c->ready; c->ready = 1; ready += !was; stream_read(c, "\"text\":\"m", room_message, &closed); } }
+    }
+  }
+  int64_t deadline = now_ns() + 60000000000LL;
+  while (ready < subscribers - closed && now_ns() < deadline) {
+    int n = epoll_wait(ep, events, 512, 10);
+    for (int e = 0; e < n; e++) { struct conn *c = events[e].data.ptr; if (c->fd >= 0) { int was = c->ready; c->ready = 1; ready += !was; stream_read(c, "\"text\":\"m", room_message, &closed); } }
+  }
+  double connect_s = (now_ns() - t0) / 1e9;
+  int poster = connect_to(port, 0);
+  if (poster < 0) die("poster connect");
+  long total = (long)seconds * 1000 / interval_ms;
+  say_times = calloc((size_t)total + 2, sizeof *say_times);
+  char resp[4096], *body;
+  size_t bodylen;
+  double cpu0, cpu1;
+  long rss0, rss1, rss_max = 0;
+  proc_usage(pid, &cpu0, &rss0);
+  n_samples = 0;
+  int64_t start = now_ns();
+  for (long k = 1; k <= total; k++) {
+    int64_t due = start + (k - 1) * (int64_t)interval_ms * 1000000LL;
+    while (now_ns() < due) {
+      int64_t left = due - now_ns();
+      int n = wait_events(ep, events, 512, left);
+      for (int e = 0; e < n; e++) { struct conn *c = events[e].data.ptr; if (c->fd >= 0) stream_read(c, "\"text\":\"m", room_message, &closed); }
+    }
+    char req[512], text[64];
+    int tl = snprintf(text, sizeof text, "{\"say\":{\"text\":\"m%ld\"}}", k);
+    int rl = snprintf(req, sizeof req, "POST /reactors/%s/actions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n%s", id, tl, text);
+    say_times[k] = now_ns();
+    says_sent = k;
+    int status = http_roundtrip(poster, req, (size_t)rl, resp, sizeof resp, &body, &bodylen);
+    if (status != 202) { fprintf(stderr, "say status %d\n", status); exit(1); }
+    if (k % 10 == 0) { double c; long r; proc_usage(pid, &c, &r); if (r > rss_max) rss_max = r; }
+  }
+  int64_t drain = now_ns() + (int64_t)interval_ms * 1000000LL;
+  while (now_ns() < drain) {
+    int n = epoll_wait(ep, events, 512, 1);
+    for (int e = 0; e < n; e++) { struct conn *c = events[e].data.ptr; if (c->fd >= 0) stream_read(c, "\"text\":\"m", room_message, &closed); }
+  }
+  double window = (now_ns() - start) / 1e9;
+  proc_usage(pid, &cpu1, &rss1);
+  if (rss1 > rss_max) rss_max = rss1;
+  long got_last = 0;
+  for (long i = 0; i < subscribers; i++) got_last += streams[i].fd >= 0 && streams[i].best == total;
+  printf("result fanout_meta subscribers=%ld connect_s=%.1f says=%ld streams_closed=%ld skipped=%ld with_last=%ld "
+         "server_cpu_pct=%.1f server_rss_mib=%.1f\n",
+         subscribers, connect_s, total, closed, deliveries_missed, got_last, pid > 0 ? 100.0 * (cpu1 - cpu0) / window : 0.0,
+         rss_max / 1024.0);
+  report_latency("fanout", samples, n_samples);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- cold start */
+
+static int cmd_coldstart(int port, int runs, char **argv) {
+  int64_t *times = calloc((size_t)runs, sizeof *times);
+  const char req[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  for (int r = 0; r < runs; r++) {
+    int64_t start = now_ns();
+    pid_t pid = fork();
+    if (pid == 0) {
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execvp(argv[0], argv);
+      _exit(127);
+    }
+    int64_t took = -1;
+    while (now_ns() - start < 10000000000LL) {
+      int fd = connect_to(port, 0);
+      if (fd >= 0) {
+        char buf[1024], *body;
+        size_t bl;
+        struct timeval tv = {.tv_sec = 1};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        int status = http_roundtrip(fd, req, sizeof req - 1, buf, sizeof buf, &body, &bl);
+        close(fd);
+        if (status == 200) { took = now_ns() - start; break; }
+      }
+      usleep(200);
+    }
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    if (took < 0) { fprintf(stderr, "coldstart: no 200 within 10 s\n"); return 1; }
+    times[r] = took;
+    usleep(100000);
+  }
+  qsort(times, (size_t)runs, sizeof *times, cmp_i64);
+  printf("result coldstart runs=%d min_ms=%.2f median_ms=%.2f max_ms=%.2f\n", runs, times[0] / 1e6, times[runs / 2] / 1e6,
+         times[runs - 1] / 1e6);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc >= 6 && !strcmp(argv[1], "create")) return cmd_create(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]));
+  if (argc >= 7 && !strcmp(argv[1], "latency"))
+    return cmd_latency(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]));
+  if (argc >= 7 && !strcmp(argv[1], "fanout"))
+    return cmd_fanout(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]), argc > 7 ? atoi(argv[7]) : 0);
+  if (argc >= 6 && !strcmp(argv[1], "coldstart") && !strcmp(argv[4], "--"))
+    return cmd_coldstart(atoi(argv[2]), atoi(argv[3]), argv + 5);
+  fprintf(stderr, "usage: see the comment at the top of rsload.c\n");
+  return 2;
+}

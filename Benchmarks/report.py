@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Turns Benchmarks/out/results.tsv into the RESULTS.md table (written to stdout).
+
+Usage: report.py RESULTS_TSV META_TXT LOAD_BEFORE LOAD_AFTER
+Each TSV line: scenario, metric, server (C | RS | HB), round, value. A figure is the mean over
+rounds; ratios are ReactorServer's mean divided by the other server's mean."""
+import sys
+from collections import defaultdict
+
+results_path, meta_path, before_path, after_path = sys.argv[1:5]
+values = defaultdict(list)
+for line in open(results_path):
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 5 or parts[4] == "":
+        continue
+    scenario, metric, server, _round, value = parts
+    try:
+        values[(metric, server)].append(float(value))
+    except ValueError:
+        pass
+
+meta = dict(line.rstrip("\n").split("=", 1) for line in open(meta_path) if "=" in line)
+
+
+def mean(metric, server):
+    v = values.get((metric, server))
+    return sum(v) / len(v) if v else None
+
+
+def spread(metric, server):
+    v = values.get((metric, server))
+    if not v or len(v) < 2:
+        return ""
+    return f"{fmt(min(v))}–{fmt(max(v))}"
+
+
+def fmt(x, unit=""):
+    if x is None:
+        return "—"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}{unit}"
+    if abs(x) >= 100:
+        return f"{x:.0f}{unit}"
+    if abs(x) >= 10:
+        return f"{x:.1f}{unit}"
+    return f"{x:.2f}{unit}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+# (scenario, label, metric, unit, scale, target text, check(rs, c, hb) -> bool | None)
+def ge(r, limit):
+    return None if r is None else r >= limit
+
+
+ROWS = [
+    ("1", "POST action, 64 conns", "post_rps_c64", "req/s", 1,
+     "≥ 0.8× C, ≥ 3× HB", lambda rs, c, hb: both(ge(ratio(rs, c), 0.8), ge(ratio(rs, hb), 3))),
+    ("1", "  p50 latency", "post_p50_us_c64", "ms", 1e-3, "", None),
+    ("1", "  p99 latency", "post_p99_us_c64", "ms", 1e-3, "", None),
+    ("1", "POST action, 256 conns", "post_rps_c256", "req/s", 1,
+     "≥ 0.8× C, ≥ 3× HB", lambda rs, c, hb: both(ge(ratio(rs, c), 0.8), ge(ratio(rs, hb), 3))),
+    ("1", "  p50 latency", "post_p50_us_c256", "ms", 1e-3, "", None),
+    ("1", "  p99 latency", "post_p99_us_c256", "ms", 1e-3, "", None),
+    ("1", "RSS after scenarios 1–2", "rss_after_mib", "MiB", 1, "", None),
+    ("2", "GET state, 64 conns", "get_rps_c64", "req/s", 1, "≥ 0.85× C",
+     lambda rs, c, hb: ge(ratio(rs, c), 0.85)),
+    ("2", "GET state, 256 conns", "get_rps_c256", "req/s", 1, "≥ 0.85× C",
+     lambda rs, c, hb: ge(ratio(rs, c), 0.85)),
+    ("3", "POST→SSE p50, 10k actions/s, 100 counters", "sse_p50_us", "ms", 1e-3, "", None),
+    ("3", "POST→SSE p99", "sse_p99_us", "ms", 1e-3, "< 2 ms",
+     lambda rs, c, hb: None if rs is None else rs < 2000),
+    ("3", "POST→SSE max", "sse_max_us", "ms", 1e-3, "", None),
+    ("3", "  actions/s achieved", "sse_rate", "/s", 1, "", None),
+    ("4", "fan-out 1,000 streams: delivery p50", "fan1000_p50_us", "ms", 1e-3, "", None),
+    ("4", "  delivery p99", "fan1000_p99_us", "ms", 1e-3, "", None),
+    ("4", "  server RSS (peak)", "fan1000_rss_mib", "MiB", 1, "", None),
+    ("4", "  server CPU", "fan1000_cpu_pct", "% of a core", 1, "", None),
+    ("4", "fan-out 10,000 streams: delivery p50", "fan10000_p50_us", "ms", 1e-3, "", None),
+    ("4", "  delivery p99", "fan10000_p99_us", "ms", 1e-3, "", None),
+    ("4", "  server RSS (peak)", "fan10000_rss_mib", "MiB", 1, "< 160 MiB",
+     lambda rs, c, hb: None if rs is None else rs < 160),
+    ("4", "  server CPU", "fan10000_cpu_pct", "% of a core", 1, "", None),
+    ("5", "RSS per instance", "instance_bytes", "bytes", 1, "", None),
+    ("5", "instances created per second", "create_per_s", "/s", 1, "", None),
+    ("5", "POST action on one instance, 64 conns", "one_rps", "req/s", 1, "", None),
+    ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one",
+     None),
+    ("6", "cold start to first 200 (median)", "coldstart_median_ms", "ms", 1, "", None),
+]
+
+
+def both(a, b):
+    if a is None or b is None:
+        return None
+    return a and b
+
+
+out = []
+out.append("# Benchmark results\n")
+out.append(f"Written by `Benchmarks/run` on {meta.get('date', '?')}, {meta.get('mode', '')}.\n")
+out.append(f"- Machine: {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), {meta.get('memory', '?')} memory, "
+           f"Linux {meta.get('kernel', '?')}; load generator on the same cores, loopback only.")
+out.append(f"- Versions: {meta.get('swift', '?')}; libmicrohttpd {meta.get('libmicrohttpd', '?')}; "
+           f"{meta.get('wrk', '?')}; Hummingbird {meta.get('hummingbird', '?')}.")
+out.append("- RS = ReactorServer (`reactor-server --counter-delay-ms 0`), C = raw libmicrohttpd answering a fixed "
+           "`{\"value\":1}` (Benchmarks/microhttp/c-server.c), HB = Hummingbird 2 serving the same reactors "
+           "(Benchmarks/hb-reactors). Each figure is the mean over the rounds (range in brackets); the servers "
+           "run alternately within a round. Ratios are RS ÷ the other (above 1: RS has more of it — good for "
+           "throughput, bad for latency, memory and time).\n")
+out.append("| # | measurement | unit | RS | C | HB | RS/C | RS/HB | target | met |")
+out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+for scenario, label, metric, unit, scale, target, check in ROWS:
+    rs, c, hb = (mean(metric, s) for s in ("RS", "C", "HB"))
+    if rs is None and c is None and hb is None:
+        continue
+    cells = []
+    for s, v in (("RS", rs), ("C", c), ("HB", hb)):
+        if v is None:
+            cells.append("—")
+            continue
+        text = fmt(v * scale)
+        rng = values.get((metric, s))
+        if rng and len(rng) > 1:
+            text += f" ({fmt(min(rng) * scale)}–{fmt(max(rng) * scale)})"
+        cells.append(text)
+    met = ""
+    if metric == "spread_rps":
+        one = mean("one_rps", "RS")
+        r = ratio(rs, one)
+        met = "" if r is None else (f"{'yes' if r >= 0.9 else 'no'} (RS {r:.2f}×; HB "
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×)")
+    elif check is not None:
+        ok = check(rs, c, hb)
+        met = "" if ok is None else ("yes" if ok else "**no**")
+    out.append(f"| {scenario} | {label} | {unit} | {cells[0]} | {cells[1]} | {cells[2]} | "
+               f"{fmt(ratio(rs, c)) if c is not None else '—'} | {fmt(ratio(rs, hb)) if hb is not None else '—'} | "
+               f"{target} | {met} |")
+
+out.append("\n## Machine load around the run\n")
+out.append("Other processes on the machine while measuring (top CPU users, `ps`), before and after:\n")
+out.append("```")
+out.extend(open(before_path).read().rstrip().splitlines())
+out.append("---")
+out.extend(open(after_path).read().rstrip().splitlines())
+out.append("```")
+out.append("\nRaw per-round figures: `Benchmarks/out/results.tsv` after a run (not committed).")
+print("\n".join(out))
