@@ -8,7 +8,10 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := libmicrohttpd-dev pkg-config curl python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv clean
+.PHONY: run test build deps venv clean fuzz sanitize
+
+## Seconds of fuzzing in `make fuzz` and in `make test`.
+FUZZ_SECONDS ?= 60
 
 ## Install missing system packages (libmicrohttpd and friends).
 deps:
@@ -38,9 +41,24 @@ test: deps venv
 	$(SWIFT) build --build-tests
 	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
+	Fuzz/run $(FUZZ_SECONDS)
 
 clean:
 	rm -rf .build $(VENV)
+
+## libFuzzer over action decoding and request routing for FUZZ_SECONDS (see Tests/faults/README.md).
+fuzz: deps
+	Fuzz/run $(FUZZ_SECONDS)
+
+## The Swift test suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path;
+## both always run, and the target fails if either does.
+sanitize: deps
+	@status=0; \
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan && \
+	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan || status=1; \
+	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan && \
+	  ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan || status=1; \
+	exit $$status
 
 ## Benchmarks against raw libmicrohttpd and Hummingbird (not part of `make test`); BENCH_ARGS=--quick for a short run.
 .PHONY: bench
