@@ -62,15 +62,19 @@ ROWS = [
      "≥ 0.8× C, ≥ 3× HB", lambda rs, c, hb: both(ge(ratio(rs, c), 0.8), ge(ratio(rs, hb), 3))),
     ("1", "  p50 latency", "post_p50_us_c64", "ms", 1e-3, "", None),
     ("1", "  p99 latency", "post_p99_us_c64", "ms", 1e-3, "", None),
+    ("1", "  server CPU per request", "post_cpu_us_c64", "µs", 1, "", None),
     ("1", "POST action, 256 conns", "post_rps_c256", "req/s", 1,
      "≥ 0.8× C, ≥ 3× HB", lambda rs, c, hb: both(ge(ratio(rs, c), 0.8), ge(ratio(rs, hb), 3))),
     ("1", "  p50 latency", "post_p50_us_c256", "ms", 1e-3, "", None),
     ("1", "  p99 latency", "post_p99_us_c256", "ms", 1e-3, "", None),
+    ("1", "  server CPU per request", "post_cpu_us_c256", "µs", 1, "", None),
     ("1", "RSS after scenarios 1–2", "rss_after_mib", "MiB", 1, "", None),
     ("2", "GET state, 64 conns", "get_rps_c64", "req/s", 1, "≥ 0.85× C",
      lambda rs, c, hb: ge(ratio(rs, c), 0.85)),
+    ("2", "  server CPU per request", "get_cpu_us_c64", "µs", 1, "", None),
     ("2", "GET state, 256 conns", "get_rps_c256", "req/s", 1, "≥ 0.85× C",
      lambda rs, c, hb: ge(ratio(rs, c), 0.85)),
+    ("2", "  server CPU per request", "get_cpu_us_c256", "µs", 1, "", None),
     ("3", "POST→SSE p50, 10k actions/s, 100 counters", "sse_p50_us", "ms", 1e-3, "", None),
     ("3", "POST→SSE p99", "sse_p99_us", "ms", 1e-3, "< 2 ms",
      lambda rs, c, hb: None if rs is None else rs < 2000),
@@ -142,7 +146,7 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
                f"{target} | {met} |")
 
 out.append("\n## Machine load around the run\n")
-out.append("Other processes on the machine while measuring (top CPU users, `ps`), before and after:\n")
+out.append("Load average and the busiest processes over one second (`top`), just before and just after the run:\n")
 out.append("```")
 out.extend(open(before_path).read().rstrip().splitlines())
 out.append("---")
