@@ -35,7 +35,7 @@ public struct Router: Sendable {
 
     /// Adds a route, e.g. `add(.POST, "/reactors/{id}/actions") { request in … }`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
-        let segments = Self.split(pattern).map { part -> Segment in
+        let segments = Self.split(String(pattern)).map { part -> Segment in
             if part.hasPrefix("{"), part.hasSuffix("}"), part.count > 2 {
                 return .parameter(String(part.dropFirst().dropLast()))
             }
@@ -46,7 +46,9 @@ public struct Router: Sendable {
 
     /// Answers `request` with the matching route's handler, `notFound` or `methodNotAllowed`.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        let parts = Self.split(request.path)
+        let parts = Self.split(request.path).map { part -> Substring in
+            part.utf8.contains(UInt8(ascii: "%")) ? Substring(PercentDecoding.decodeOrKeep(part, plusAsSpace: false)) : part
+        }
         var allowed: [HTTPMethod] = []
         var fallback: (Route, [String: String])?
         for route in routes {
@@ -75,21 +77,22 @@ public struct Router: Sendable {
         return route.handler(request)
     }
 
-    private static func split(_ path: some StringProtocol) -> [Substring] {
-        let trimmed = path.hasPrefix("/") ? Substring(path).dropFirst() : Substring(path)
-        return trimmed.split(separator: "/", omittingEmptySubsequences: false)
+    private static func split(_ path: String) -> [Substring] {
+        let trimmed = path.utf8.first == UInt8(ascii: "/") ? path.dropFirst() : path[...]
+        return trimmed.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
     }
 
+    /// Matches already percent-decoded path segments against a route's pattern.
     private static func match(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
         guard segments.count == parts.count else { return nil }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
             switch segment {
             case .literal(let literal):
-                guard PercentDecoding.decodeOrKeep(part, plusAsSpace: false) == literal else { return nil }
+                guard part.utf8.elementsEqual(literal.utf8) else { return nil }
             case .parameter(let name):
                 guard !part.isEmpty else { return nil }
-                parameters[name] = PercentDecoding.decodeOrKeep(part, plusAsSpace: false)
+                parameters[name] = String(part)
             }
         }
         return parameters

@@ -11,6 +11,7 @@ enum ActionDecoding {
         guard JSONCoding.isUTF8(body) else {
             throw Problem.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
         }
+        if let action = decodeRawString(type, from: body) { return action }
         let failure: DecodingError
         do {
             return try JSONCoding.decoder.decode(type, from: Data(body))
@@ -53,6 +54,18 @@ enum ActionDecoding {
         } catch {
             throw Problem.invalidAction("unknown action '\(caseName)'")
         }
+    }
+
+    /// The fast path for the most common action body, a plain JSON string such as `"increase"`
+    /// sent to an action coded by its `String` raw value (what synthesized Codable does for such
+    /// enums): no Foundation decoder. Strings with escapes take the decoder's path.
+    private static func decodeRawString<Action>(_ type: Action.Type, from body: [UInt8]) -> Action? {
+        guard let rawType = type as? any RawRepresentable<String>.Type,
+              body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\""),
+              !body.dropFirst().dropLast().contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 < 0x20 })
+        else { return nil }
+        let text = String(decoding: body.dropFirst().dropLast(), as: UTF8.self)
+        return rawType.init(rawValue: text) as? Action
     }
 
     private static func isTopLevel(_ error: DecodingError) -> Bool {

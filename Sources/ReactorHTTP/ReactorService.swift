@@ -220,7 +220,8 @@ public final class ReactorService: Sendable {
     }
 
     private func requireJSON(_ request: HTTPRequest) throws(Problem) {
-        guard let contentType = request.headers["Content-Type"] else { return }
+        guard let contentType = request.headers["Content-Type"],
+              contentType != "application/json" else { return }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
         let accepted = mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
             || mediaType == "application/x-www-form-urlencoded"
@@ -360,11 +361,17 @@ struct CreateInstanceRequest: Decodable {
 }
 
 extension Substring {
+    /// The text without leading and trailing spaces and tabs.
     var trimmingSpaces: String {
-        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+        let utf8 = self.utf8
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }),
+              let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(decoding: utf8[first...last], as: UTF8.self)
     }
 }
 
 extension String {
+    /// The text without leading and trailing spaces and tabs.
     var trimmingSpaces: String { self[...].trimmingSpaces }
 }
