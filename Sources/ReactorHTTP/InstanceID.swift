@@ -21,6 +21,16 @@ enum InstanceID {
 
     /// Whether `text` could be an id at all (cheap check before a lookup).
     static func isWellFormed(_ text: String) -> Bool {
-        text.utf8.count == 22 && text.utf8.allSatisfy { alphabet.contains($0) }
+        text.utf8.count == 22 && text.utf8.allSatisfy(isAlphabetByte)
+    }
+
+    private static func isAlphabetByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            return true
+        default:
+            return false
+        }
     }
 }
