@@ -466,6 +466,12 @@ def test_no_loss_with_reconnecting_subscribers(start_server):
 
 
 def test_sigterm_with_open_streams_and_load(start_server):
+    """SIGTERM with 2,000 open streams, 20 deferred actions in flight and a stream of new
+    requests: exit 0 within 2 s, every stream ends with `event: end` and the chunked terminator,
+    every deferred action (certainly accepted: its first state was published) is answered, and
+    no response is cut short. A plain request on a connection opened just before the signal can
+    be reset with no answer; from the client's side it cannot be told whether the server had
+    accepted it, so those are counted and printed, not asserted."""
     streams_wanted = env_int("FAULTS_SIGTERM_STREAMS", 2000)
     raise_fd_limit(streams_wanted + 1024)
     server = start_server("--max-connections", str(streams_wanted + 500), "--counter-delay-ms", "300")
@@ -536,12 +542,18 @@ def test_sigterm_with_open_streams_and_load(start_server):
                                  "Connection: close\r\n\r\n".encode() + body)
                     data = b""
                     while True:
-                        chunk = sock.recv(4096)
+                        try:
+                            chunk = sock.recv(4096)
+                        except ConnectionResetError:
+                            break
                         if not chunk:
                             break
                         data += chunk
                 if not data:
-                    outcomes.append((sent_at, "dropped"))
+                    # Reset with no byte of an answer: the connection was still in the listen
+                    # backlog (never accepted by the server) or accepted but unread when the
+                    # server stopped; from outside the two look the same (see the docstring).
+                    outcomes.append((sent_at, "reset"))
                 elif b"\r\n\r\n" in data and data.split(b" ")[1] in (b"202", b"503"):
                     outcomes.append((sent_at, "answered"))
                 else:
@@ -570,7 +582,8 @@ def test_sigterm_with_open_streams_and_load(start_server):
     complete = sum(1 for buffer in buffers.values()
                    if b"event: end" in buffer and buffer.endswith(b"0\r\n\r\n"))
     before_signal = [kind for sent_at, kind in outcomes if sent_at < signalled]
-    report("sigterm", streams=len(buffers), streams_ended_cleanly=complete, exit_code=code,
+    resets_ms = sorted(round((sent_at - signalled) * 1000, 1) for sent_at, kind in outcomes if kind == "reset")
+    report("sigterm", streams=len(buffers), streams_ended_cleanly=complete, exit_code=code, resets_sent_at_ms=resets_ms,
            exit_seconds=round(exit_seconds, 3), load_requests=len(outcomes),
            load_outcomes={kind: sum(1 for _, k in outcomes if k == kind) for kind in {k for _, k in outcomes}},
            deferred=waiting_results)
@@ -579,6 +592,7 @@ def test_sigterm_with_open_streams_and_load(start_server):
     assert complete == len(buffers), f"{len(buffers) - complete} streams ended without their final bytes"
     assert all(result in (200, 202) for result in waiting_results), waiting_results
     assert not [kind for kind in before_signal if kind.startswith(("truncated", "error"))], before_signal[-5:]
+    assert before_signal.count("answered") > 0
     assert not [kind for _, kind in outcomes if kind.startswith("truncated")]
     for sock in buffers:
         sock.close()
