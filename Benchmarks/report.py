@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Turns Benchmarks/out/results.tsv into the RESULTS.md table (written to stdout).
 
-Usage: report.py RESULTS_TSV META_TXT LOAD_BEFORE LOAD_AFTER
+Usage: report.py RESULTS_TSV META_TXT LOAD_BEFORE LOAD_AFTER [LOAD_DURING]
 Each TSV line: scenario, metric, server (C | RS | HB), round, value. A figure is the mean over
 rounds; ratios are ReactorServer's mean divided by the other server's mean."""
 import sys
 from collections import defaultdict
 
 results_path, meta_path, before_path, after_path = sys.argv[1:5]
+during_path = sys.argv[5] if len(sys.argv) > 5 else None
 values = defaultdict(list)
 for line in open(results_path):
     parts = line.rstrip("\n").split("\t")
@@ -110,6 +111,7 @@ out.append("# Benchmark results\n")
 out.append(f"Written by `Benchmarks/run` on {meta.get('date', '?')}, {meta.get('mode', '')}.\n")
 out.append(f"- Machine: {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), {meta.get('memory', '?')} memory, "
            f"Linux {meta.get('kernel', '?')}; load generator on the same cores, loopback only.")
+out.append(f"- ReactorServer commit measured: {meta.get('commit', '?')}.")
 out.append(f"- Versions: {meta.get('swift', '?')}; libmicrohttpd {meta.get('libmicrohttpd', '?')}; "
            f"{meta.get('wrk', '?')}; Hummingbird {meta.get('hummingbird', '?')}.")
 out.append("- RS = ReactorServer (`reactor-server --counter-delay-ms 0`), C = raw libmicrohttpd answering a fixed "
@@ -153,5 +155,11 @@ out.extend(open(before_path).read().rstrip().splitlines())
 out.append("---")
 out.extend(open(after_path).read().rstrip().splitlines())
 out.append("```")
+if during_path:
+    out.append("\nDuring the run (load average 1/5/15 min, then processes using ≥ 5 % of a core over 0.5 s, "
+               "including this run's own servers and load generator):\n")
+    out.append("```")
+    out.extend(open(during_path).read().rstrip().splitlines())
+    out.append("```")
 out.append("\nRaw per-round figures: `Benchmarks/out/results.tsv` after a run (not committed).")
 print("\n".join(out))
