@@ -104,8 +104,14 @@ final class EventSubscriber: HTTPStreamSource {
                 progress.lastSentVersion = state.version
             }
             if progress.lastSentVersion.map({ latest.version > $0 }) ?? true {
-                ServerSentEvents.appendState(latest, after: progress.lastSentVersion, to: &bytes)
+                let previous = progress.lastSentVersion
                 progress.lastSentVersion = latest.version
+                // The common case, one new state and nothing else: hand over the event bytes
+                // every subscriber shares instead of copying them.
+                if bytes.isEmpty, ending == nil, !ServerSentEvents.isSnapshot(latest, after: previous) {
+                    return .bytes(latest.event)
+                }
+                ServerSentEvents.appendState(latest, after: previous, to: &bytes)
             }
             if let ending {
                 bytes.append(contentsOf: ServerSentEvents.end(ending))

@@ -17,10 +17,14 @@ enum ServerSentEvents {
     /// `id: <version>` / `event: state` / `data: <state JSON>`, preceded by ``snapshotMarker`` when
     /// `previous` (the version the client last had) is not `version - 1`.
     static func appendState(_ state: any VersionedState, after previous: UInt64? = nil, to bytes: inout [UInt8]) {
-        if let previous, state.version > previous &+ 1 { bytes.append(contentsOf: snapshotMarker) }
-        bytes.append(contentsOf: "id: \(state.version)\nevent: state\ndata: ".utf8)
-        bytes.append(contentsOf: state.json)
-        bytes.append(contentsOf: [0x0A, 0x0A])
+        if isSnapshot(state, after: previous) { bytes.append(contentsOf: snapshotMarker) }
+        bytes.append(contentsOf: state.event)
+    }
+
+    /// Whether sending `state` to a client that last had `previous` skips versions.
+    static func isSnapshot(_ state: any VersionedState, after previous: UInt64?) -> Bool {
+        guard let previous else { return false }
+        return state.version > previous &+ 1
     }
 
     /// An event with a name and single-line JSON data, without an id.

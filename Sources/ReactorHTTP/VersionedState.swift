@@ -7,6 +7,9 @@ protocol VersionedState: AnyObject, Sendable {
     var version: UInt64 { get }
     /// The state as sorted-key JSON.
     var json: [UInt8] { get }
+    /// The state framed as one server-sent event (`id:`, `event: state`, `data:`), built once
+    /// and shared by every subscriber that sends it.
+    var event: [UInt8] { get }
 }
 
 /// A `VersionedState` over a concrete state type.
@@ -14,6 +17,7 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     let version: UInt64
     private let state: State
     private let encoded = Mutex<[UInt8]?>(nil)
+    private let framed = Mutex<[UInt8]?>(nil)
 
     init(version: UInt64, state: State) {
         self.version = version
@@ -31,6 +35,20 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
             return bytes
         }
     }
+
+    var event: [UInt8] {
+        if let bytes = framed.withLock({ $0 }) { return bytes }
+        let json = self.json
+        var bytes = Array("id: \(version)\nevent: state\ndata: ".utf8)
+        bytes.reserveCapacity(bytes.count + json.count + 2)
+        bytes.append(contentsOf: json)
+        bytes.append(contentsOf: [0x0A, 0x0A])
+        return framed.withLock { stored in
+            if let stored { return stored }
+            stored = bytes
+            return bytes
+        }
+    }
 }
 
 /// A fixed-capacity ring of the most recent states, for `Last-Event-ID` replay.
@@ -40,8 +58,9 @@ struct StateHistory {
     let capacity: Int
 
     init(capacity: Int) {
+        // The ring grows as states arrive rather than reserving its capacity up front: most
+        // instances publish few states, and 100,000 idle instances should cost little.
         self.capacity = max(0, capacity)
-        ring.reserveCapacity(self.capacity)
     }
 
     mutating func append(_ state: any VersionedState) {
