@@ -40,8 +40,8 @@ run: build
 test: deps venv
 	$(SWIFT) build --build-tests
 	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
-	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
 	Fuzz/run $(FUZZ_SECONDS)
+	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
 
 clean:
 	rm -rf .build $(VENV)
