@@ -4,14 +4,15 @@ import Foundation
 /// (`{"add":{"title":"milk"}}`), or a bare JSON string naming a case without payload
 /// (`"increase"`, read as `{"increase":{}}`). Failures name what was wrong.
 enum ActionDecoding {
-    static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8]) throws(Problem) -> Action {
+    static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8],
+                                          rawValue: RawValueDecoder<Action>? = nil) throws(Problem) -> Action {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw Problem.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }
         guard JSONCoding.isUTF8(body) else {
             throw Problem.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
         }
-        if let action = decodeRawString(type, from: body) { return action }
+        if let action = (rawValue ?? RawValueDecoder(type)).decode(body) { return action }
         let failure: DecodingError
         do {
             return try JSONCoding.decoder.decode(type, from: Data(body))
@@ -56,18 +57,6 @@ enum ActionDecoding {
         }
     }
 
-    /// The fast path for the most common action body, a plain JSON string such as `"increase"`
-    /// sent to an action coded by its `String` raw value (what synthesized Codable does for such
-    /// enums): no Foundation decoder. Strings with escapes take the decoder's path.
-    private static func decodeRawString<Action>(_ type: Action.Type, from body: [UInt8]) -> Action? {
-        guard let rawType = type as? any RawRepresentable<String>.Type,
-              body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\""),
-              !body.dropFirst().dropLast().contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 < 0x20 })
-        else { return nil }
-        let text = String(decoding: body.dropFirst().dropLast(), as: UTF8.self)
-        return rawType.init(rawValue: text) as? Action
-    }
-
     private static func isTopLevel(_ error: DecodingError) -> Bool {
         switch error {
         case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
@@ -81,5 +70,36 @@ enum ActionDecoding {
 
     private static func isJSONWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+}
+
+/// The fast path for the most common action body, a plain JSON string such as `"increase"` sent
+/// to an action coded by its `String` raw value (what synthesized Codable does for such enums):
+/// no Foundation decoder. Whether `Action` has a `String` raw value is looked up once, when the
+/// decoder is made, not per request. Strings with escapes take the decoder's path.
+struct RawValueDecoder<Action>: Sendable {
+    private let make: (@Sendable (String) -> Action?)?
+
+    init(_ type: Action.Type) {
+        if let rawType = type as? any RawRepresentable<String>.Type {
+            make = Self.maker(rawType)
+        } else {
+            make = nil
+        }
+    }
+
+    private static func maker<Raw: RawRepresentable<String>>(_ rawType: Raw.Type) -> @Sendable (String) -> Action? {
+        { text in Raw(rawValue: text) as? Action }
+    }
+
+    func decode(_ body: [UInt8]) -> Action? {
+        guard let make, body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\"") else {
+            return nil
+        }
+        let inner = body.dropFirst().dropLast()
+        guard !inner.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 < 0x20 }) else {
+            return nil
+        }
+        return make(String(decoding: inner, as: UTF8.self))
     }
 }

@@ -39,6 +39,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     let typeName: String
     let timeline: StateTimeline
     private let reactor: R
+    private let rawValueDecoder = RawValueDecoder(R.Action.self)
     private let context: InstanceContext
     private let activity: Atomic<UInt64>
     private let observations: Mutex<[ObservationToken]> = Mutex([])
@@ -80,7 +81,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     }
 
     func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt {
-        let action = try ActionDecoding.decode(R.Action.self, from: actionJSON)
+        let action = try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
         return reactor.send(action)
     }
 

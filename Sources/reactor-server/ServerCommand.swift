@@ -121,6 +121,11 @@ struct ServerCommand: ParsableCommand {
         let registry = ExampleReactors.registry(counterDelay: .milliseconds(counterDelayMs),
                                                 searchLatency: .milliseconds(searchLatencyMs))
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
+        // Signals are handled before the port is announced, so a SIGTERM sent right after the
+        // first answer already stops the server gracefully.
+        let signalSources = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
+            server.shutdown()
+        }
         do {
             try server.start()
         } catch {
@@ -129,9 +134,6 @@ struct ServerCommand: ParsableCommand {
         }
         // The line a supervisor or test reads to learn the bound port.
         FileHandle.standardOutput.write(Data("reactor-server listening on http://\(host):\(server.port)\n".utf8))
-        let signalSources = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
-            server.shutdown()
-        }
         withExtendedLifetime(signalSources) { dispatchMain() }
     }
 }
