@@ -14,7 +14,6 @@ final class EventSubscriber: HTTPStreamSource {
         var replay: [any VersionedState]
         /// Framed events waiting to go out (mutation errors), bounded.
         var pendingEvents: [[UInt8]] = []
-        var droppedEvents = 0
         var stream: HTTPStream?
         var sentPrelude = false
         var sentEnd = false
@@ -67,7 +66,6 @@ final class EventSubscriber: HTTPStreamSource {
             guard !progress.closed else { return nil }
             if progress.pendingEvents.count >= Self.pendingEventLimit {
                 progress.pendingEvents.removeFirst()
-                progress.droppedEvents += 1
             }
             progress.pendingEvents.append(event)
             return progress.stream

@@ -42,7 +42,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     private let rawValueDecoder = RawValueDecoder(R.Action.self)
     private let context: InstanceContext
     private let activity: Atomic<UInt64>
-    private let observations: Mutex<[ObservationToken]> = Mutex([])
+    /// The state and error observations; cancelling a token twice is harmless.
+    private let observations: [ObservationToken]
 
     init(id: String, typeName: String, reactor: R, context: InstanceContext) {
         self.id = id
@@ -71,7 +72,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             ])
             timeline.broadcast(event: ServerSentEvents.event("error", json: Self.problemJSON(for: failure)))
         }
-        observations.withLock { $0 = [stateToken, errorToken] }
+        observations = [stateToken, errorToken]
     }
 
     var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
@@ -91,11 +92,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
 
     func dispose(_ reason: StreamEndReason) {
         reactor.dispose()
-        let tokens = observations.withLock { tokens in
-            defer { tokens = [] }
-            return tokens
-        }
-        tokens.forEach { $0.cancel() }
+        observations.forEach { $0.cancel() }
         timeline.end(reason)
     }
 

@@ -42,15 +42,15 @@ enum JSONCoding {
 
     /// Whether `bytes` are valid UTF-8. Foundation's decoder would also read UTF-16 and UTF-32
     /// (detected from the first bytes), which RFC 8259 does not allow between systems.
+    /// ASCII bodies, the usual case, are checked without building a string.
     static func isUTF8(_ bytes: [UInt8]) -> Bool {
-        String(validating: bytes, as: UTF8.self) != nil
+        bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// A sentence naming what a decoding error found wrong, and where.
     static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context, adding key: CodingKey? = nil) -> String {
-            var keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-            if let key { keys.append(key.stringValue) }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
             return keys.isEmpty ? "the top level" : "'" + keys.joined(separator: ".") + "'"
         }
         switch error {

@@ -35,13 +35,10 @@ enum GracefulShutdown {
 
 /// True the first time only.
 private final class StopOnce: Sendable {
-    private let started = Mutex(false)
+    private let started = Atomic<Bool>(false)
 
     func begin() -> Bool {
-        started.withLock { started in
-            defer { started = true }
-            return !started
-        }
+        !started.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
 

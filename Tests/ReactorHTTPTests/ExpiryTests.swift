@@ -29,6 +29,17 @@ import Testing
         return server
     }
 
+    /// A counter on `server` with one event stream that has received its first state.
+    func counterWithStream(on server: ReactorServer) async throws
+        -> (client: HTTPClient, id: String, stream: EventStreamClient) {
+        let base = "http://127.0.0.1:\(server.port)"
+        let client = HTTPClient(base: base)
+        let id = try await client.create("counter")
+        let stream = try EventStreamClient(url: "\(base)/reactors/\(id)/events")
+        await stream.wait { !$0.isEmpty }
+        return (client, id, stream)
+    }
+
     @Test func anIdleInstanceExpiresAndAnActiveOneDoesNot() async throws {
         let time = ManualTime()
         let server = try makeServer(time: time)
@@ -50,11 +61,7 @@ import Testing
         let time = ManualTime()
         let server = try makeServer(time: time)
         defer { server.shutdown() }
-        let base = "http://127.0.0.1:\(server.port)"
-        let client = HTTPClient(base: base)
-        let id = try await client.create("counter")
-        let stream = try EventStreamClient(url: "\(base)/reactors/\(id)/events")
-        await stream.wait { !$0.isEmpty }
+        let (client, id, stream) = try await counterWithStream(on: server)
 
         time.advance(by: .seconds(3600))
         #expect(server.service.expireIdleInstances() == 0)
@@ -73,12 +80,8 @@ import Testing
         let time = ManualTime()
         let server = try makeServer(time: time)
         defer { server.shutdown() }
-        let base = "http://127.0.0.1:\(server.port)"
-        let client = HTTPClient(base: base)
-        let id = try await client.create("counter")
+        let (_, id, stream) = try await counterWithStream(on: server)
         let instance = try #require(server.service.store.instance(id))
-        let stream = try EventStreamClient(url: "\(base)/reactors/\(id)/events")
-        await stream.wait { !$0.isEmpty }
         // Expire it as the sweeper would once its stream is gone.
         _ = server.service.store.remove(id)
         instance.dispose(.expired)
