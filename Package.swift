@@ -19,12 +19,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
+        // A value behind a pthread mutex, shared by the runtime and the HTTP layers.
+        .target(name: "Locking"),
         // The reactor runtime: pure Swift concurrency, no HTTP, no C.
-        .target(name: "ReactorCore"),
+        .target(name: "ReactorCore", dependencies: ["Locking"]),
         // Helpers for testing reactors: a manual clock and a state recorder.
-        .target(name: "ReactorTesting", dependencies: ["ReactorCore"]),
+        .target(name: "ReactorTesting", dependencies: ["ReactorCore", "Locking"]),
         // Counter, Todo, Search and Room example reactors.
-        .target(name: "ReactorExamples", dependencies: ["ReactorCore"]),
+        .target(name: "ReactorExamples", dependencies: ["ReactorCore", "Locking"]),
 
         // libmicrohttpd, from Debian's libmicrohttpd-dev.
         .systemLibrary(
@@ -33,7 +35,7 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
         // A small general HTTP/1.1 server over libmicrohttpd. Knows nothing of reactors.
-        .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD", "Locking"]),
 
         // Reactors per session over HTTP/JSON and server-sent events.
         .target(
@@ -41,6 +43,7 @@ let package = Package(
             dependencies: [
                 "ReactorCore",
                 "MicroHTTP",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -58,12 +61,12 @@ let package = Package(
 
         .testTarget(
             name: "ReactorCoreTests",
-            dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples"]
+            dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples", "Locking"]
         ),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP"], exclude: ["Clients"]),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
-            dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP"]
+            dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP", "Locking"]
         ),
     ],
     swiftLanguageModes: [.v6]

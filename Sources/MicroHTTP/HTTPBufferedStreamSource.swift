@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A push-style stream source: callers `write` already-encoded messages (so one encoding can serve
 /// many subscribers) into a bounded queue; the server sends them in order as the connection allows.
@@ -24,7 +24,7 @@ public final class HTTPBufferedStreamSource: HTTPStreamSource {
         var closed = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let capacity: Int
     private let policy: OverflowPolicy
     private let finalBytes: [UInt8]
@@ -42,7 +42,7 @@ public final class HTTPBufferedStreamSource: HTTPStreamSource {
         self.policy = overflow
         self.finalBytes = finalBytes
         self.onClose = onClose
-        self.state = Mutex(State(queue: initial))
+        self.state = Locked(State(queue: initial))
     }
 
     /// Queues one message. Returns false when it was not queued because the stream has closed,

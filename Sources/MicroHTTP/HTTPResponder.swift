@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Completes a deferred response (see ``HTTPResponse/deferred(_:)``) from any thread.
 public final class HTTPResponder: Sendable {
@@ -7,7 +7,7 @@ public final class HTTPResponder: Sendable {
         var responded = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let connection: ConnectionHandle
     private let onRespond: @Sendable (HTTPResponder) -> Void
 

@@ -1,6 +1,6 @@
+import Locking
 import CMicroHTTPD
 import Glibc
-import Synchronization
 
 /// Handles one request; runs synchronously on a server thread (return `.deferred`/`.async` to wait).
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
@@ -19,7 +19,7 @@ public final class HTTPServer: Sendable {
     }
 
     private let core: ServerCore
-    private let phase = Mutex(Phase.idle)
+    private let phase = Locked(Phase.idle)
 
     /// A server that answers every request with `handler`.
     public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {

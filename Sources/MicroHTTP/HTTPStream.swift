@@ -1,5 +1,5 @@
+import Locking
 import CMicroHTTPD
-import Synchronization
 
 /// Produces the body of a streamed response (see ``HTTPResponse/stream(status:headers:source:heartbeat:)``).
 public protocol HTTPStreamSource: AnyObject, Sendable {
@@ -54,14 +54,14 @@ public final class HTTPStream: Sendable {
 
     /// A process-unique number identifying the stream.
     public let id: UInt64
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let connection: ConnectionHandle
     private let heartbeat: HTTPHeartbeat?
     private let server: ServerCore
 
     init(id: UInt64, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, server: ServerCore) {
         self.id = id
-        self.state = Mutex(State(source: source, lastWrite: MonotonicClock.nanoseconds()))
+        self.state = Locked(State(source: source, lastWrite: MonotonicClock.nanoseconds()))
         self.connection = connection
         self.heartbeat = heartbeat
         self.server = server

@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// State shared by the server object and libmicrohttpd's callbacks: the handler, the
@@ -15,7 +16,7 @@ final class ServerCore: Sendable {
     private let shuttingDown = Atomic<Bool>(false)
     private let inFlight = Atomic<Int>(0)
     private let nextStreamID = Atomic<UInt64>(1)
-    private let registry = Mutex(Registry())
+    private let registry = Locked(Registry())
 
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration

@@ -1,3 +1,4 @@
+import Locking
 
 /// What `send(_:)` returns: the action's sequence number on its instance (1, 2, 3 …).
 ///

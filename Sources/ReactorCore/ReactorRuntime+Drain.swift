@@ -1,3 +1,4 @@
+import Locking
 extension ReactorRuntime {
     /// Drainer-only state, created when the runtime starts.
     @usableFromInline final class Engine {

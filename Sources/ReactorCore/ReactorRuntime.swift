@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// The storage and machinery behind a ``Reactor``: its queue, state, subscribers and tasks.

@@ -1,3 +1,4 @@
+import Locking
 import ReactorCore
 
 /// A process-wide chat room shared by every ``RoomReactor``: the global state of the room

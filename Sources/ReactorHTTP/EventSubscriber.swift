@@ -1,5 +1,5 @@
+import Locking
 import MicroHTTP
-import Synchronization
 
 /// One client's event stream on one instance. It pulls from the instance's timeline whenever the
 /// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
@@ -30,7 +30,7 @@ final class EventSubscriber: HTTPStreamSource {
 
     private let timeline: StateTimeline
     private let retryMilliseconds: Int
-    private let progress: Mutex<Progress>
+    private let progress: Locked<Progress>
     private let onClose: @Sendable () -> Void
 
     /// - Parameters:
@@ -52,7 +52,7 @@ final class EventSubscriber: HTTPStreamSource {
                 progress.lastSentVersion = lastEventID
             }
         }
-        self.progress = Mutex(progress)
+        self.progress = Locked(progress)
     }
 
     /// Wakes the stream so it pulls the latest state.

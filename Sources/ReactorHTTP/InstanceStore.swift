@@ -1,8 +1,8 @@
-import Synchronization
+import Locking
 
 /// The live instances, by id. Nothing lists them: an instance is reachable only by its id.
 final class InstanceStore: Sendable {
-    private let instances = Mutex<[String: any HostedInstance]>([:])
+    private let instances = Locked<[String: any HostedInstance]>([:])
     /// The most instances held at once.
     let limit: Int
 

@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import MicroHTTP
-import Synchronization
 
 /// A reactor service on its own HTTP server, with idle-instance expiry running.
 ///
@@ -15,7 +15,7 @@ public final class ReactorServer: Sendable {
     public let service: ReactorService
     private let http: HTTPServer
     private let expiryPeriod: Duration
-    private let expiry = Mutex<Task<Void, Never>?>(nil)
+    private let expiry = Locked<Task<Void, Never>?>(nil)
     private let logger: Logger
 
     /// Creates a server; nothing listens until `start()`.

@@ -1,6 +1,6 @@
+import Locking
 import Metrics
 import Prometheus
-import Synchronization
 
 /// The service's metrics, through swift-metrics into its own Prometheus registry (so several
 /// services in one process never share counters), rendered by `GET /metrics`.
@@ -11,8 +11,8 @@ final class ServiceMetrics: Sendable {
     private let streams: Metrics.Gauge
     private let actions: Metrics.Counter
     private let mutationErrors: Metrics.Counter
-    private let requestCounters = Mutex<[RequestKey: Metrics.Counter]>([:])
-    private let requestTimers = Mutex<[String: Metrics.Timer]>([:])
+    private let requestCounters = Locked<[RequestKey: Metrics.Counter]>([:])
+    private let requestTimers = Locked<[String: Metrics.Timer]>([:])
 
     private struct RequestKey: Hashable {
         let route: String

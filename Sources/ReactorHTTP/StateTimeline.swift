@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Why an instance's event streams end.
 enum StreamEndReason: String, Sendable {
@@ -18,14 +18,14 @@ final class StateTimeline: Sendable {
         var endReason: StreamEndReason?
     }
 
-    private let storage: Mutex<Storage>
+    private let storage: Locked<Storage>
     /// The most event streams one instance may have open at once.
     let subscriberLimit: Int
 
     init(initial: any VersionedState, historyCapacity: Int, subscriberLimit: Int) {
         var history = StateHistory(capacity: historyCapacity)
         history.append(initial)
-        storage = Mutex(Storage(latest: initial, history: history))
+        storage = Locked(Storage(latest: initial, history: history))
         self.subscriberLimit = subscriberLimit
     }
 

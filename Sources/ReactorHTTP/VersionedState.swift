@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// One published state of an instance with its version, encoded to JSON lazily — at most once,
 /// by whichever subscriber or request needs it first — and then shared by all of them.
@@ -16,8 +16,8 @@ protocol VersionedState: AnyObject, Sendable {
 final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     let version: UInt64
     private let state: State
-    private let encoded = Mutex<[UInt8]?>(nil)
-    private let framed = Mutex<[UInt8]?>(nil)
+    private let encoded = Locked<[UInt8]?>(nil)
+    private let framed = Locked<[UInt8]?>(nil)
 
     init(version: UInt64, state: State) {
         self.version = version

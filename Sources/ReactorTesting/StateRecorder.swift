@@ -1,3 +1,4 @@
+import Locking
 import ReactorCore
 
 /// Records every state a reactor publishes, from the state current when recording starts.

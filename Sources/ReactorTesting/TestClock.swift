@@ -1,3 +1,4 @@
+import Locking
 import ReactorCore
 
 /// A clock whose time moves only when a test calls ``advance(by:)``; nothing really sleeps.

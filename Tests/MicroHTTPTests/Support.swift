@@ -1,6 +1,6 @@
+import Locking
 import Foundation
 import MicroHTTP
-import Synchronization
 import Testing
 
 /// Counts occurrences of an event and lets tests wait for a count, with a bounded timeout that
@@ -12,7 +12,7 @@ final class EventCounter: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var count: Int { state.withLock { $0.count } }
 
@@ -59,8 +59,8 @@ final class EventCounter: Sendable {
 
 /// A value shared between a handler and a test.
 final class Shared<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
+    private let value: Locked<Value>
+    init(_ value: Value) { self.value = Locked(value) }
     func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
     var current: Value { value.withLock { $0 } }
 }

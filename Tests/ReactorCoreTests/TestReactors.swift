@@ -1,3 +1,4 @@
+import Locking
 import ReactorCore
 import ReactorTesting
 import Synchronization

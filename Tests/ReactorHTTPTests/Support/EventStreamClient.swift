@@ -1,5 +1,5 @@
+import Locking
 import Foundation
-import Synchronization
 
 /// One server-sent event as a client sees it.
 struct ServerSentEvent: Sendable, Equatable {
@@ -72,7 +72,7 @@ struct EventStreamParser {
 /// An event-stream subscriber: `curl -N` reading the stream, its output parsed as SSE.
 final class EventStreamClient: Sendable {
     private let process: Process
-    private let received = Shared(Received())
+    private let received = Locked(Received())
 
     private struct Waiter {
         let id: Int
@@ -123,15 +123,6 @@ final class EventStreamClient: Sendable {
                 ready.forEach { $0.continuation.resume() }
                 if data.isEmpty { break }
             }
-        }
-    }
-
-    /// A lock-protected value that the reader thread and waiters share.
-    private final class Shared<Value>: Sendable where Value: Sendable {
-        private let mutex: Mutex<Value>
-        init(_ value: sending Value) { mutex = Mutex(value) }
-        func withLock<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
-            mutex.withLock(body)
         }
     }
 

@@ -9,7 +9,7 @@ import Darwin
 /// A value guarded by a `pthread_mutex_t`.
 ///
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer understands pthread mutexes
-/// (it intercepts them) but not `Mutex`'s futex on Linux, so the runtime can be checked with
+/// (it intercepts them) but not `Mutex`'s futex on Linux, so every module can be checked with
 /// `swift test --sanitize=thread`. Uncontended, it costs about the same.
 @usableFromInline
 package final class Locked<Value>: @unchecked Sendable {
