@@ -6,41 +6,58 @@ import Musl
 import Darwin
 #endif
 
-/// A value guarded by a `pthread_mutex_t`.
+/// A value guarded by a `pthread_mutex_t`, in one heap allocation.
 ///
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer understands pthread mutexes
 /// (it intercepts them) but not `Mutex`'s futex on Linux, so every module can be checked with
 /// `swift test --sanitize=thread`. Uncontended, it costs about the same.
+///
+/// `Locked` is a reference: copies share the same value and mutex.
 @usableFromInline
-package final class Locked<Value>: @unchecked Sendable {
-    // `@unchecked Sendable` is safe: `value` is read and written only inside `withLock`,
-    // between `pthread_mutex_lock` and `pthread_mutex_unlock` on `mutex`, so accesses from
-    // different threads never overlap and each sees the previous one's writes. `mutex` itself
-    // is allocated once and never moved.
-
-    /// `@exclusivity(unchecked)`: the mutex already guarantees exclusive access.
-    @usableFromInline @exclusivity(unchecked) var value: Value
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+package struct Locked<Value>: @unchecked Sendable {
+    // `@unchecked Sendable` is safe: the value is read and written only inside `withLock`,
+    // between `pthread_mutex_lock` and `pthread_mutex_unlock` on the mutex stored next to it,
+    // so accesses from different threads never overlap and each sees the previous one's
+    // writes. Both live in one `ManagedBuffer`, which never moves, so the mutex's address is
+    // stable for its whole life.
+    @usableFromInline let storage: LockedStorage<Value>
 
     /// Guards `value`.
+    @inlinable
     package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+        storage = LockedStorage.make(value)
     }
 
     /// Runs `body` with exclusive access to the value. Do not call back into the same lock
     /// from `body`: it is not recursive.
     @inlinable
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { value, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
+}
+
+/// The value (as the header) and its mutex (as the single element) of a ``Locked``.
+@usableFromInline
+package final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    @inlinable
+    static func make(_ value: Value) -> LockedStorage<Value> {
+        let buffer = create(minimumCapacity: 1) { _ in value }
+        buffer.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+        // `create` returns the dynamic type it was called on.
+        return unsafeDowncast(buffer, to: LockedStorage<Value>.self)
+    }
+
+    deinit {
+        withUnsafeMutablePointerToElements { mutex in
+            pthread_mutex_destroy(mutex)
+            mutex.deinitialize(count: 1)
+        }
     }
 }
