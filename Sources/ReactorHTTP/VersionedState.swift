@@ -1,4 +1,4 @@
-import Locking
+import Synchronization
 
 /// One published state of an instance with its version, encoded to JSON lazily — at most once,
 /// by whichever subscriber or request needs it first — and then shared by all of them.
@@ -16,38 +16,40 @@ protocol VersionedState: AnyObject, Sendable {
 final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     let version: UInt64
     private let state: State
-    private let encoded = Locked<[UInt8]?>(nil)
-    private let framed = Locked<[UInt8]?>(nil)
+    /// Set once, by the first reader; kept inline so a published state costs one allocation
+    /// until somebody reads it.
+    private let encoded = AtomicLazyReference<EncodedState>()
 
     init(version: UInt64, state: State) {
         self.version = version
         self.state = state
     }
 
-    var json: [UInt8] {
-        if let bytes = encoded.withLock({ $0 }) { return bytes }
-        // Encoding runs outside the lock; two racing first readers may both encode, and the
-        // first to store wins, so every reader sees the same bytes.
-        let bytes = JSONCoding.encodeState(state)
-        return encoded.withLock { stored in
-            if let stored { return stored }
-            stored = bytes
-            return bytes
-        }
-    }
+    var json: [UInt8] { bytes.json }
 
-    var event: [UInt8] {
-        if let bytes = framed.withLock({ $0 }) { return bytes }
-        let json = self.json
-        var bytes = Array("id: \(version)\nevent: state\ndata: ".utf8)
-        bytes.reserveCapacity(bytes.count + json.count + 2)
-        bytes.append(contentsOf: json)
-        bytes.append(contentsOf: [0x0A, 0x0A])
-        return framed.withLock { stored in
-            if let stored { return stored }
-            stored = bytes
-            return bytes
-        }
+    var event: [UInt8] { bytes.event }
+
+    private var bytes: EncodedState {
+        if let bytes = encoded.load() { return bytes }
+        // Two racing first readers may both encode; the first to store wins, so every reader
+        // sees the same bytes.
+        return encoded.storeIfNil(EncodedState(version: version, json: JSONCoding.encodeState(state)))
+    }
+}
+
+/// A state's JSON and its server-sent event, built together. Not nested in the generic
+/// `EncodedOnDemand`, so releasing a state needs no generic metadata lookup.
+final class EncodedState: Sendable {
+    let json: [UInt8]
+    let event: [UInt8]
+
+    init(version: UInt64, json: [UInt8]) {
+        self.json = json
+        var event = Array("id: \(version)\nevent: state\ndata: ".utf8)
+        event.reserveCapacity(event.count + json.count + 2)
+        event.append(contentsOf: json)
+        event.append(contentsOf: [0x0A, 0x0A])
+        self.event = event
     }
 }
 
