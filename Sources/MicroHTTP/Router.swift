@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Routes requests by method and path pattern: static segments and `{param}` segments.
 ///
 /// Patterns are matched segment by segment against the percent-decoded request path; a `{name}`
@@ -46,23 +52,20 @@ public struct Router: Sendable {
 
     /// Answers `request` with the matching route's handler, `notFound` or `methodNotAllowed`.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        let parts = Self.split(request.path).map { part -> Substring in
-            part.utf8.contains(UInt8(ascii: "%")) ? Substring(PercentDecoding.decodeOrKeep(part, plusAsSpace: false)) : part
-        }
+        let path = Self.trimmingLeadingSlash(request.path)
         var allowed: [HTTPMethod] = []
-        var fallback: (Route, [String: String])?
-        for route in routes {
-            guard let parameters = Self.match(route.segments, parts) else { continue }
+        var fallback: Route?
+        for route in routes where Self.matches(route.segments, path) {
             if route.method == request.method {
-                return call(route, parameters, request)
+                return call(route, Self.parameters(route.segments, path), request)
             }
             if request.method == .HEAD, route.method == .GET, fallback == nil {
-                fallback = (route, parameters)
+                fallback = route
             }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
-        if let (route, parameters) = fallback {
-            return call(route, parameters, request)
+        if let route = fallback {
+            return call(route, Self.parameters(route.segments, path), request)
         }
         guard !allowed.isEmpty else { return notFound(request) }
         if allowed.contains(.GET), !allowed.contains(.HEAD) { allowed.append(.HEAD) }
@@ -78,23 +81,66 @@ public struct Router: Sendable {
     }
 
     private static func split(_ path: String) -> [Substring] {
-        let trimmed = path.utf8.first == UInt8(ascii: "/") ? path.dropFirst() : path[...]
-        return trimmed.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
+        trimmingLeadingSlash(path).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
     }
 
-    /// Matches already percent-decoded path segments against a route's pattern.
-    private static func match(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
-        guard segments.count == parts.count else { return nil }
-        var parameters: [String: String] = [:]
-        for (segment, part) in zip(segments, parts) {
-            switch segment {
-            case .literal(let literal):
-                guard part.utf8.elementsEqual(literal.utf8) else { return nil }
-            case .parameter(let name):
-                guard !part.isEmpty else { return nil }
-                parameters[name] = String(part)
+    private static func trimmingLeadingSlash(_ path: String) -> Substring {
+        path.utf8.first == UInt8(ascii: "/") ? path.dropFirst() : path[...]
+    }
+
+    /// Whether the path matches the route's pattern (same number of segments, equal literals,
+    /// a non-empty segment for every parameter). Allocates nothing unless a segment is escaped.
+    private static func matches(_ segments: [Segment], _ path: Substring) -> Bool {
+        visitSegments(of: path, count: segments.count) { index, part in
+            switch segments[index] {
+            case .literal(let literal): equal(part, literal)
+            case .parameter: !part.isEmpty
             }
         }
+    }
+
+    /// The values of a matching route's parameters, by name, percent-decoded.
+    private static func parameters(_ segments: [Segment], _ path: Substring) -> [String: String] {
+        var parameters: [String: String] = [:]
+        _ = visitSegments(of: path, count: segments.count) { index, part in
+            if case .parameter(let name) = segments[index] {
+                parameters[name] = part.contains(UInt8(ascii: "%"))
+                    ? PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
+                    : String(decoding: part, as: UTF8.self)
+            }
+            return true
+        }
         return parameters
+    }
+
+    /// Calls `visit` with each raw `/`-separated segment of `path` while it returns true.
+    /// - Returns: whether the path has exactly `count` segments and `visit` accepted them all.
+    private static func visitSegments(of path: Substring, count: Int,
+                                      _ visit: (Int, UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        var path = path
+        return path.withUTF8 { bytes in
+            var start = 0
+            for index in 0..<count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
+                let isLast = index == count - 1
+                guard isLast == (end == bytes.count),
+                      visit(index, UnsafeBufferPointer(rebasing: bytes[start..<end])) else { return false }
+                start = end + 1
+            }
+            return count > 0
+        }
+    }
+
+    /// Whether a raw path segment equals a literal segment of a pattern (decoding the segment
+    /// first when it has escapes).
+    private static func equal(_ part: UnsafeBufferPointer<UInt8>, _ literal: String) -> Bool {
+        if part.contains(UInt8(ascii: "%")) {
+            let decoded = PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
+            return decoded == literal
+        }
+        var literal = literal
+        return literal.withUTF8 { literal in
+            literal.count == part.count && (part.isEmpty || memcmp(part.baseAddress!, literal.baseAddress!, part.count) == 0)
+        }
     }
 }
