@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Throughput of the reactor runtime's hot path: one CounterReactor, delay 0, no subscriber.
+// Throughput of the reactor runtime's hot path (core-actions) and of the service's request
+// handling without sockets (request-path).
 // Not part of the root package; run it with ./run.
 let package = Package(
     name: "core-actions",
@@ -17,6 +18,16 @@ let package = Package(
             dependencies: [
                 "MallocCounter",
                 .product(name: "ReactorCore", package: "ReactorServer"),
+                .product(name: "ReactorExamples", package: "ReactorServer"),
+            ]
+        ),
+        // The service's request handling without sockets: router → route → reactor → response.
+        .executableTarget(
+            name: "request-path",
+            dependencies: [
+                "MallocCounter",
+                .product(name: "MicroHTTP", package: "ReactorServer"),
+                .product(name: "ReactorHTTP", package: "ReactorServer"),
                 .product(name: "ReactorExamples", package: "ReactorServer"),
             ]
         ),
