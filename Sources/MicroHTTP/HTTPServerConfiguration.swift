@@ -17,18 +17,21 @@ public struct HTTPServerConfiguration: Sendable {
     public var threads = HTTPServerConfiguration.activeProcessorCount
     /// Maximum simultaneous connections; the open-file soft limit is raised to fit when possible.
     public var connectionLimit = 16_384
-    /// Memory pool per connection in bytes (holds the request headers and I/O buffers).
-    /// libmicrohttpd maps pools larger than 32 KiB with `mmap`, so a closed connection's pool goes
-    /// back to the system at once; pools of 32 KiB or less come from `malloc` and, after thousands
-    /// of connections, stay in the process's RSS. Untouched pages of a mapped pool cost no RSS.
-    public var connectionMemoryLimit = 36 * 1024
+    /// Memory pool per connection in bytes (holds the request headers and I/O buffers); the pool
+    /// is at least `maxHeaderSize` + ``headerPoolMargin``.
+    ///
+    /// libmicrohttpd clears about 1.5 pools per request on a keep-alive connection and keeps about
+    /// half a pool (plus a page) of every open stream in memory, so a small pool makes requests
+    /// cheaper and streams smaller. Pools of 32 KiB or less come from `malloc`; the server returns
+    /// freed heap to the system (`malloc_trim`) once enough of it is free.
+    public var connectionMemoryLimit = 12 * 1024
     /// Closes connections idle for this long (rounded up to whole seconds); nil never does.
     /// Suspended connections (idle streams, deferred replies) never time out.
     public var connectionTimeout: Duration? = nil
     /// Largest accepted request body; larger ones are answered 413.
     public var maxBodySize = 1 << 20
     /// Largest accepted header section (request line and fields); larger ones are answered 431.
-    public var maxHeaderSize = 16 * 1024
+    public var maxHeaderSize = 8 * 1024
     /// Upper bound on the wait for in-flight requests and streams during ``HTTPServer/shutdown()``.
     /// Deferred replies still pending at half of it are answered 503; streams still open then are ended.
     public var shutdownTimeout: Duration = .seconds(10)

@@ -127,7 +127,7 @@ enum MHDCallbacks {
             let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection))
             context.stream = stream
             mhdResponse = MHD_create_response_from_callback(
-                cmhd_size_unknown(), 4096, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
+                cmhd_size_unknown(), Self.streamBlockSize, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
         case .deferred(let start):
             guard let context else { return no }
             let responder = core.makeResponder(connection: ConnectionHandle(raw: connection))
@@ -150,6 +150,10 @@ enum MHDCallbacks {
     }
 
     // MARK: Streams
+
+    /// libmicrohttpd allocates (and zeroes) a buffer of this size per streamed response; it caps
+    /// each read only for HTTP/1.0 clients, which get no chunked encoding.
+    static let streamBlockSize = 1024
 
     static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
         guard let cls, let buffer else { return cmhd_end_with_error() }

@@ -8,7 +8,7 @@ import CMicroHTTPD
 /// arenas hold at least ``threshold`` bytes free, so a steady server does not pay for it.
 enum MemoryTrim {
     /// Free heap bytes worth trimming.
-    static let threshold = 2 << 20
+    static let threshold = 1 << 20
     /// How often the server looks.
     static let period: Duration = .seconds(2)
 

@@ -46,7 +46,7 @@ struct ServerCommand: ParsableCommand {
     var maxBodyBytes: Int = Environment.value("MAX_BODY_BYTES", default: 1 << 20)
 
     @Option(help: "Largest request header block, in bytes (MAX_HEADER_BYTES).")
-    var maxHeaderBytes: Int = Environment.value("MAX_HEADER_BYTES", default: 16 * 1024)
+    var maxHeaderBytes: Int = Environment.value("MAX_HEADER_BYTES", default: 8 * 1024)
 
     @Option(help: "Close connections idle for this many seconds; 0 never (CONNECTION_TIMEOUT_S).")
     var connectionTimeoutS: Int = Environment.value("CONNECTION_TIMEOUT_S", default: 60)
