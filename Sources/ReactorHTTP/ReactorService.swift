@@ -63,11 +63,13 @@ public final class ReactorService: Sendable {
                                      body: self.metrics.render()))
         }
         router.notFound = { request in
-            let scope = RequestScope(service: self, route: "unmatched", request: request)
+            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method.rawValue),
+                                     request: request)
             return scope.finish(Problem.notFound("no route matches \(request.path)").response)
         }
         router.methodNotAllowed = { request, allowed in
-            let scope = RequestScope(service: self, route: "unmatched", request: request)
+            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method.rawValue),
+                                     request: request)
             if request.method == .OPTIONS, let preflight = self.cors.preflight(request, allowed: allowed) {
                 return scope.finish(preflight)
             }
@@ -270,8 +272,9 @@ public final class ReactorService: Sendable {
 
     private func add(_ router: inout Router, _ method: HTTPMethod, _ pattern: String,
                      _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply) {
+        let routeMetrics = metrics.route(pattern, method: method.rawValue)
         router.add(method, pattern) { request in
-            let scope = RequestScope(service: self, route: pattern, request: request)
+            let scope = RequestScope(service: self, metrics: routeMetrics, request: request)
             do {
                 switch try handler(request, scope) {
                 case .now(let response): return scope.finish(response)
@@ -294,8 +297,7 @@ public final class ReactorService: Sendable {
         var response = response
         cors.decorate(&response, for: scope.request)
         let elapsed = DispatchTime.now().uptimeNanoseconds &- scope.started
-        metrics.requestFinished(route: scope.route, method: scope.request.method.rawValue,
-                                status: response.status, nanoseconds: Int64(clamping: elapsed))
+        scope.metrics.requestFinished(status: response.status, nanoseconds: Int64(clamping: elapsed))
         if logger.logLevel <= .debug {
             logger.debug("request", metadata: [
                 "request-id": "\(scope.requestID)",
@@ -319,14 +321,14 @@ enum RouteReply: Sendable {
 /// One request as the service's instrumentation sees it.
 struct RequestScope: Sendable {
     let service: ReactorService
-    let route: String
+    let metrics: RouteMetrics
     let request: HTTPRequest
     let started: UInt64
     let requestID: UInt64
 
-    init(service: ReactorService, route: String, request: HTTPRequest) {
+    init(service: ReactorService, metrics: RouteMetrics, request: HTTPRequest) {
         self.service = service
-        self.route = route
+        self.metrics = metrics
         self.request = request
         self.started = DispatchTime.now().uptimeNanoseconds
         self.requestID = service.nextRequestID()

@@ -11,14 +11,7 @@ final class ServiceMetrics: Sendable {
     private let streams: Metrics.Gauge
     private let actions: Metrics.Counter
     private let mutationErrors: Metrics.Counter
-    private let requestCounters = Locked<[RequestKey: Metrics.Counter]>([:])
-    private let requestTimers = Locked<[String: Metrics.Timer]>([:])
-
-    private struct RequestKey: Hashable {
-        let route: String
-        let method: String
-        let status: Int
-    }
+    private let unmatchedRoutes = Locked<[String: RouteMetrics]>([:])
 
     init() {
         registry = PrometheusCollectorRegistry()
@@ -38,28 +31,19 @@ final class ServiceMetrics: Sendable {
         streams.record(0)
     }
 
-    /// Counts one answered request and records how long it took.
-    func requestFinished(route: String, method: String, status: Int, nanoseconds: Int64) {
-        let key = RequestKey(route: route, method: method, status: status)
-        let counter = requestCounters.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Metrics.Counter(
-                label: "http_requests_total",
-                dimensions: [("route", route), ("method", method), ("status", String(status))],
-                factory: factory
-            )
-            counters[key] = counter
-            return counter
+    /// The request metrics of one route and method; made once per route, when routes are built.
+    func route(_ route: String, method: String) -> RouteMetrics {
+        RouteMetrics(route: route, method: method, factory: factory)
+    }
+
+    /// The request metrics of requests that matched no route, by method.
+    func unmatched(method: String) -> RouteMetrics {
+        unmatchedRoutes.withLock { routes in
+            if let metrics = routes[method] { return metrics }
+            let metrics = RouteMetrics(route: "unmatched", method: method, factory: factory)
+            routes[method] = metrics
+            return metrics
         }
-        counter.increment()
-        let timer = requestTimers.withLock { timers in
-            if let timer = timers[route] { return timer }
-            let timer = Metrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)],
-                                      factory: factory)
-            timers[route] = timer
-            return timer
-        }
-        timer.recordNanoseconds(nanoseconds)
     }
 
     func instanceCount(_ count: Int) { instances.record(count) }
@@ -70,5 +54,42 @@ final class ServiceMetrics: Sendable {
     /// The Prometheus text exposition of every metric.
     func render() -> [UInt8] {
         registry.emitToBuffer()
+    }
+}
+
+/// `http_requests_total` (by status) and `http_request_duration_seconds` of one route and
+/// method, so answering a request looks nothing up by name.
+final class RouteMetrics: Sendable {
+    private let route: String
+    private let method: String
+    private let factory: PrometheusMetricsFactory
+    private let duration: Metrics.Timer
+    /// A route answers with a handful of statuses: a short list beats hashing.
+    private let counters = Locked<[(status: Int, counter: Metrics.Counter)]>([])
+
+    fileprivate init(route: String, method: String, factory: PrometheusMetricsFactory) {
+        self.route = route
+        self.method = method
+        self.factory = factory
+        duration = Metrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+    }
+
+    /// Counts one answered request and records how long it took.
+    func requestFinished(status: Int, nanoseconds: Int64) {
+        counter(for: status).increment()
+        duration.recordNanoseconds(nanoseconds)
+    }
+
+    private func counter(for status: Int) -> Metrics.Counter {
+        counters.withLock { counters in
+            if let known = counters.first(where: { $0.status == status }) { return known.counter }
+            let counter = Metrics.Counter(
+                label: "http_requests_total",
+                dimensions: [("route", route), ("method", method), ("status", String(status))],
+                factory: factory
+            )
+            counters.append((status: status, counter: counter))
+            return counter
+        }
     }
 }
