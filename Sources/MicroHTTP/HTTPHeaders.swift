@@ -5,6 +5,12 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// An empty header list.
     public init() { fields = [] }
 
+    /// An empty header list with room for `capacity` fields.
+    public init(capacity: Int) {
+        fields = []
+        fields.reserveCapacity(capacity)
+    }
+
     /// Headers from literal pairs, kept in the order written.
     public init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { (name: $0.0, value: $0.1) }

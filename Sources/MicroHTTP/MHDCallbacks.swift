@@ -78,7 +78,7 @@ enum MHDCallbacks {
     }
 
     private static func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8]) -> HTTPRequest {
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(capacity: Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil)))
         _ = withUnsafeMutablePointer(to: &headers) { pointer in
             MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
         }

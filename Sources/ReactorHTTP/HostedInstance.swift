@@ -57,8 +57,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             subscriberLimit: context.subscriberLimit
         )
         let timeline = self.timeline
+        // The class is looked up once here rather than for every published state.
+        let encodedState = EncodedOnDemand<R.State>.self
         let stateToken = reactor.observe { update in
-            timeline.publish(EncodedOnDemand(version: update.version, state: update.state))
+            timeline.publish(encodedState.init(version: update.version, state: update.state))
         }
         let metrics = context.metrics
         let logger = context.logger
