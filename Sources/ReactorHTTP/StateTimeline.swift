@@ -15,6 +15,9 @@ final class StateTimeline: Sendable {
         var latest: any VersionedState
         var history: StateHistory
         var subscribers: [EventSubscriber] = []
+        /// Where each subscriber sits in `subscribers`, so one leaves in constant time even when
+        /// thousands of streams close together.
+        var positions: [ObjectIdentifier: Int] = [:]
         var endReason: StreamEndReason?
     }
 
@@ -70,6 +73,7 @@ final class StateTimeline: Sendable {
             if storage.subscribers.count >= subscriberLimit {
                 return Problem.tooManyStreams(limit: subscriberLimit, perInstance: true)
             }
+            storage.positions[ObjectIdentifier(subscriber)] = storage.subscribers.count
             storage.subscribers.append(subscriber)
             return nil
         }
@@ -79,8 +83,18 @@ final class StateTimeline: Sendable {
     /// Removes a subscriber whose stream has closed.
     func detach(_ subscriber: EventSubscriber) {
         storage.withLock { storage in
-            storage.subscribers.removeAll { $0 === subscriber }
+            guard let position = storage.positions.removeValue(forKey: ObjectIdentifier(subscriber)) else { return }
+            let last = storage.subscribers.removeLast()
+            if position < storage.subscribers.count {
+                storage.subscribers[position] = last
+                storage.positions[ObjectIdentifier(last)] = position
+            }
         }
+    }
+
+    /// Whether `subscriber` is among the open streams (a linear scan, for checks and tests).
+    func isAttached(_ subscriber: EventSubscriber) -> Bool {
+        storage.withLock { $0.subscribers.contains { $0 === subscriber } }
     }
 
     /// Ends every stream: subscribers send their last events and an `end` event, then close.

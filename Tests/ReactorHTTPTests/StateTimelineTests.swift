@@ -1,0 +1,36 @@
+import Testing
+@testable import ReactorHTTP
+
+/// The timeline's subscriber bookkeeping: streams leave in any order, each exactly once.
+@Suite struct StateTimelineTests {
+    private func makeTimeline(limit: Int) -> StateTimeline {
+        StateTimeline(initial: EncodedOnDemand(version: 0, state: 0), historyCapacity: 4, subscriberLimit: limit)
+    }
+
+    private func makeSubscriber(_ timeline: StateTimeline) -> EventSubscriber {
+        EventSubscriber(timeline: timeline, resumingAfter: nil, retryMilliseconds: 1000) {}
+    }
+
+    @Test func subscribersLeaveInAnyOrderAndFreeTheirPlaces() throws {
+        let timeline = makeTimeline(limit: 5)
+        let subscribers = (0..<5).map { _ in makeSubscriber(timeline) }
+        for subscriber in subscribers { try timeline.attach(subscriber) }
+        #expect(throws: Problem.self) { try timeline.attach(makeSubscriber(timeline)) }
+
+        timeline.detach(subscribers[1])
+        timeline.detach(subscribers[4])
+        timeline.detach(subscribers[1])  // a second detach changes nothing
+        #expect(timeline.subscriberCount == 3)
+        #expect(subscribers.map(timeline.isAttached) == [true, false, true, true, false])
+
+        try timeline.attach(makeSubscriber(timeline))
+        try timeline.attach(makeSubscriber(timeline))
+        #expect(throws: Problem.self) { try timeline.attach(makeSubscriber(timeline)) }
+
+        timeline.detach(subscribers[0])
+        #expect(subscribers.map(timeline.isAttached) == [false, false, true, true, false])
+        for subscriber in [subscribers[3], subscribers[2]] { timeline.detach(subscriber) }
+        #expect(timeline.subscriberCount == 2)
+        #expect(subscribers.map(timeline.isAttached) == [false, false, false, false, false])
+    }
+}
