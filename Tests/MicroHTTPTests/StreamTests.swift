@@ -96,7 +96,7 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
         let server = try startServer(handler: sseHandler(subscribers, heartbeat: heartbeat))
         defer { server.shutdown() }
         let result = try await Clients.python("disconnect", port: server.port, ["/events"])
-        #expect(result.status == 0)
+        #expect(result.termination == .exited(0))
         #expect(await subscribers.opened.wait(for: 1))
         weak let weakSource = subscribers.sourcesSnapshot.first
         subscribers.releaseAll()
@@ -143,7 +143,7 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
         server.shutdown()
         #expect(clock.now - started < .seconds(5))
         for result in try await [first, second] {
-            #expect(result.status == 0)
+            #expect(result.termination == .exited(0))
             let events = result.json["events"] as? [[String]] ?? []
             #expect(events == [["message", "hello"], ["bye", "done"]])
         }
