@@ -59,14 +59,19 @@ let package = Package(
             ]
         ),
 
+        // Test support: starts the programs the tests talk to (the server, curl, Python clients)
+        // with posix_spawn and ends them by PID.
+        .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
+        .target(name: "ProcessSpawning", dependencies: ["CProcessSpawning", "Locking"], path: "Tests/ProcessSpawning"),
+        .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning"]),
         .testTarget(
             name: "ReactorCoreTests",
             dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples", "Locking"]
         ),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking"], exclude: ["Clients"]),
+        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
-            dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP", "Locking"]
+            dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP", "Locking", "ProcessSpawning"]
         ),
     ],
     swiftLanguageModes: [.v6]

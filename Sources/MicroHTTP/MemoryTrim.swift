@@ -15,7 +15,16 @@ enum MemoryTrim {
     /// Trims when enough heap is free; returns whether it did.
     @discardableResult
     static func trimIfWorthwhile() -> Bool {
+        _ = heapInitialized
         guard cmhd_heap_free_bytes() >= threshold else { return false }
         return cmhd_heap_trim() == 1
     }
+
+    /// The first call into glibc's allocator initialises it, and that is not thread-safe: two
+    /// threads initialising at once both take the main arena while it counts one user, and glibc
+    /// aborts when the second of them exits ("a->attached_threads > 0"). Normally the main
+    /// thread's first `malloc` initialises it before any server exists; under a sanitizer, whose
+    /// allocator replaces `malloc`, the first call is `mallinfo2` here, from the trimmers of
+    /// servers started together. A `static let` is initialised exactly once.
+    private static let heapInitialized: Void = { _ = cmhd_heap_free_bytes() }()
 }

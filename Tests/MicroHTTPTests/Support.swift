@@ -1,6 +1,7 @@
-import Locking
 import Foundation
+import Locking
 import MicroHTTP
+import ProcessSpawning
 import Testing
 
 /// Counts occurrences of an event and lets tests wait for a count, with a bounded timeout that
@@ -66,7 +67,7 @@ final class Shared<Value: Sendable>: Sendable {
 }
 
 struct ProcessResult {
-    let status: Int32
+    let termination: ProcessTermination
     let output: String
 
     /// The last stdout line parsed as a JSON object.
@@ -80,31 +81,10 @@ enum Clients {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Clients/clients.py").path
 
-    /// Runs a program to completion (terminated after `timeout` as a failure guard).
+    /// Runs a program to completion (ended after `timeout` as a failure guard).
     static func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.standardError
-        let finished = EventCounter()
-        process.terminationHandler = { _ in finished.signal() }
-        let output = Shared(Data())
-        let reading = EventCounter()
-        try process.run()
-        let reader = Thread {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            output.withLock { $0 = data }
-            reading.signal()
-        }
-        reader.start()
-        if await !finished.wait(for: 1, timeout: timeout) {
-            process.terminate()
-            _ = await finished.wait(for: 1, timeout: .seconds(5))
-        }
-        _ = await reading.wait(for: 1, timeout: .seconds(5))
-        return ProcessResult(status: process.terminationStatus, output: String(decoding: output.current, as: UTF8.self))
+        let (termination, output) = try await SpawnedProcess.run(executable, arguments, timeout: timeout)
+        return ProcessResult(termination: termination, output: String(decoding: output, as: UTF8.self))
     }
 
     static func python(_ mode: String, port: UInt16, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult {

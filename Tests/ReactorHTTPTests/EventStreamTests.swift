@@ -139,7 +139,7 @@ struct EventStreamTests {
         let streams = try (0..<3).map { _ in try EventStreamClient(url: "\(server.base)/reactors/\(id)/events") }
         for stream in streams { await stream.wait { !$0.isEmpty } }
         let status = server.stop()
-        #expect(status == 0)
+        #expect(status == .exited(0))
         for stream in streams {
             let events = await stream.waitForEnd()
             #expect(events.last?.event == "end")

@@ -63,6 +63,15 @@ def mode_sse_until_end(port, path):
     print(json.dumps({"status": response.status, "events": received}))
 
 
+def mode_body_start(port, path, count):
+    """Reads the first `count` bytes of the body, waiting for them, then prints them."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    conn.request("GET", path)
+    response = conn.getresponse()
+    body = response.read(count)
+    print(json.dumps({"status": response.status, "body": body.decode(errors="replace")}))
+
+
 def mode_disconnect(port, path):
     """Reads the first event, then closes the socket abruptly."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=20)
@@ -169,6 +178,8 @@ def main():
         mode_sse(port, args[0], int(args[1]))
     elif mode == "sse-until-end":
         mode_sse_until_end(port, args[0])
+    elif mode == "body-start":
+        mode_body_start(port, args[0], int(args[1]))
     elif mode == "disconnect":
         mode_disconnect(port, args[0])
     elif mode == "many-streams":

@@ -1,5 +1,6 @@
-import Locking
 import Foundation
+import Locking
+import ProcessSpawning
 
 /// One server-sent event as a client sees it.
 struct ServerSentEvent: Sendable, Equatable {
@@ -71,7 +72,7 @@ struct EventStreamParser {
 
 /// An event-stream subscriber: `curl -N` reading the stream, its output parsed as SSE.
 final class EventStreamClient: Sendable {
-    private let process: Process
+    private let process: SpawnedProcess
     private let received = Locked(Received())
 
     private struct Waiter {
@@ -97,31 +98,25 @@ final class EventStreamClient: Sendable {
     }
 
     init(url: String, headers: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         var arguments = ["-sN", "--no-buffer", "-H", "Accept: text/event-stream"]
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
-        process.arguments = arguments + [url]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let process = try SpawnedProcess(executable: "/usr/bin/curl", arguments: arguments + [url])
         self.process = process
-        let handle = output.fileHandleForReading
         let received = self.received
         Thread.detachNewThread {
             var parser = EventStreamParser()
             while true {
-                let data = handle.availableData
-                let events = parser.feed(data)
+                let bytes = process.readOutput()
+                let events = parser.feed(bytes)
                 let ready = received.withLock { state in
                     state.events += events
                     state.comments = parser.comments
                     state.retry = parser.retry
-                    if data.isEmpty { state.finished = true }
+                    if bytes.isEmpty { state.finished = true }
                     return state.satisfiedWaiters()
                 }
                 ready.forEach { $0.continuation.resume() }
-                if data.isEmpty { break }
+                if bytes.isEmpty { break }
             }
         }
     }
@@ -163,11 +158,10 @@ final class EventStreamClient: Sendable {
         await wait(timeout: timeout) { _ in false }
     }
 
-    /// Stops curl (by its PID) and waits for it. SIGKILL, because a child started from a
-    /// worker thread inherits that thread's blocked SIGTERM.
+    /// Stops curl by its PID and waits for it.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        process.waitForExit()
     }
 
     deinit { stop() }

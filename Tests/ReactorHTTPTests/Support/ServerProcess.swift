@@ -1,12 +1,12 @@
 import Foundation
-import Synchronization
+import ProcessSpawning
+import Testing
 
 /// A `reactor-server` process started for a test on 127.0.0.1 with an ephemeral port, stopped
 /// by its PID.
 final class ServerProcess: Sendable {
     let port: UInt16
-    private let process: Process
-    private let output: Pipe
+    private let process: SpawnedProcess
 
     /// The built executable: `REACTOR_SERVER_BIN`, else next to the test bundle.
     static var executable: URL {
@@ -25,52 +25,34 @@ final class ServerProcess: Sendable {
 
     /// Starts the server and waits (bounded) for the line announcing its port.
     init(arguments: [String] = [], environment: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["--host", "127.0.0.1", "--port", "0", "--log-level", "warning"] + arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let process = try SpawnedProcess(
+            executable: Self.executable.path,
+            arguments: ["--host", "127.0.0.1", "--port", "0", "--log-level", "warning"] + arguments,
+            environment: env
+        )
         self.process = process
-        self.output = output
-        guard let line = Self.readLine(from: output.fileHandleForReading),
+        guard let line = process.readOutputLine(timeout: .seconds(60)),
               let portText = line.split(separator: ":").last,
               let port = UInt16(portText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
             throw TestFailure("server did not announce its port")
         }
         self.port = port
     }
 
     var base: String { "http://127.0.0.1:\(port)" }
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
-    /// Sends SIGTERM and waits for the exit status.
+    /// Sends SIGTERM and waits for the server to exit. Anything but exit status 0 is recorded
+    /// as an issue: a clean shutdown exits 0, and a sanitizer that reported in the server
+    /// makes it exit non-zero.
     @discardableResult
-    func stop() -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-
-    private static func readLine(from handle: FileHandle) -> String? {
-        var bytes: [UInt8] = []
-        while true {
-            let chunk = handle.readData(ofLength: 1)
-            guard let byte = chunk.first else { return nil }
-            if byte == 0x0A { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(byte)
-        }
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) -> ProcessTermination {
+        process.signal(SIGTERM)
+        let termination = process.waitForExit()
+        #expect(termination == .exited(0), "reactor-server ended with \(termination)", sourceLocation: sourceLocation)
+        return termination
     }
 }
 
