@@ -6,8 +6,9 @@ import Glibc
 /// connection's memory pool. The server sizes that pool to at least `maxHeaderSize` plus
 /// ``headerPoolMargin`` so that any header section up to `maxHeaderSize` reaches the server, which
 /// answers 431 through `errorResponse` when a header section is larger than `maxHeaderSize`.
-/// A header section too large even for the pool is refused by libmicrohttpd itself (431, or 414 for
-/// a request line) with its own short body.
+/// A header section too large even for the pool (libmicrohttpd also spends about 64 bytes of it
+/// per field) is refused by libmicrohttpd itself (431, or 414 for a request line) with its own
+/// short HTML body; libmicrohttpd 0.9.75 has no way to replace that body.
 public struct HTTPServerConfiguration: Sendable {
     /// Address to listen on (IPv4 or IPv6 literal).
     public var host = "127.0.0.1"
@@ -24,7 +25,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// half a pool (plus a page) of every open stream in memory, so a small pool makes requests
     /// cheaper and streams smaller. Pools of 32 KiB or less come from `malloc`; the server returns
     /// freed heap to the system (`malloc_trim`) once enough of it is free.
-    public var connectionMemoryLimit = 12 * 1024
+    public var connectionMemoryLimit = 10 * 1024
     /// Closes connections idle for this long (rounded up to whole seconds); nil never does.
     /// Suspended connections (idle streams, deferred replies) never time out.
     public var connectionTimeout: Duration? = nil
@@ -43,8 +44,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Defaults as documented on each property.
     public init() {}
 
-    /// Working room added to `maxHeaderSize` when sizing the connection pool.
-    public static let headerPoolMargin = 4 * 1024
+    /// Working room added to `maxHeaderSize` when sizing the connection pool: the reply's header
+    /// and libmicrohttpd's bookkeeping need a few hundred bytes of it.
+    public static let headerPoolMargin = 2 * 1024
 
     /// The memory pool size handed to libmicrohttpd.
     var effectiveMemoryLimit: Int {

@@ -1,6 +1,7 @@
 import Locking
 import Metrics
 import Prometheus
+import Synchronization
 
 /// The service's metrics, through swift-metrics into its own Prometheus registry (so several
 /// services in one process never share counters), rendered by `GET /metrics`.
@@ -64,8 +65,21 @@ final class RouteMetrics: Sendable {
     private let method: String
     private let factory: PrometheusMetricsFactory
     private let duration: Metrics.Timer
+    /// The counter of the first status the route answered (almost every answer: 202 for
+    /// actions, 200 for reads), read without a lock.
+    private let usual = AtomicLazyReference<StatusCounter>()
     /// A route answers with a handful of statuses: a short list beats hashing.
-    private let counters = Locked<[(status: Int, counter: Metrics.Counter)]>([])
+    private let counters = Locked<[StatusCounter]>([])
+
+    private final class StatusCounter: Sendable {
+        let status: Int
+        let counter: Metrics.Counter
+
+        init(status: Int, counter: Metrics.Counter) {
+            self.status = status
+            self.counter = counter
+        }
+    }
 
     fileprivate init(route: String, method: String, factory: PrometheusMetricsFactory) {
         self.route = route
@@ -81,15 +95,19 @@ final class RouteMetrics: Sendable {
     }
 
     private func counter(for status: Int) -> Metrics.Counter {
-        counters.withLock { counters in
-            if let known = counters.first(where: { $0.status == status }) { return known.counter }
+        if let usual = usual.load(), usual.status == status { return usual.counter }
+        let known = counters.withLock { counters in
+            if let known = counters.first(where: { $0.status == status }) { return known }
             let counter = Metrics.Counter(
                 label: "http_requests_total",
                 dimensions: [("route", route), ("method", method), ("status", String(status))],
                 factory: factory
             )
-            counters.append((status: status, counter: counter))
-            return counter
+            let known = StatusCounter(status: status, counter: counter)
+            counters.append(known)
+            return known
         }
+        _ = usual.storeIfNil(known)
+        return known.counter
     }
 }
