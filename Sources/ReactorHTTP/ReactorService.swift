@@ -121,26 +121,21 @@ public final class ReactorService: Sendable {
         let instance = try store.create { id in type.host(id, context) }
         metrics.instanceCount(store.count)
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
-        var headers = Self.jsonHeaders
+        let snapshot = Self.snapshot(instance, instance.timeline.latest)
+        var headers = snapshot.headers
         headers["Location"] = "/reactors/\(instance.id)"
-        let latest = instance.timeline.latest
-        headers["ETag"] = Self.etag(latest.version)
-        return HTTPResponse(status: 201, headers: headers, body: Self.snapshotJSON(instance, latest))
+        return HTTPResponse(status: 201, headers: headers, body: snapshot.body)
     }
 
     private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let instance = try self.instance(for: request)
         instance.touch()
-        let latest = instance.timeline.latest
-        let etag = Self.etag(latest.version)
-        var headers = Self.jsonHeaders
-        headers["ETag"] = etag
+        let snapshot = Self.snapshot(instance, instance.timeline.latest)
         if let ifNoneMatch = request.headers["If-None-Match"],
-           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == etag || $0.trimmingSpaces == "*" }) {
-            headers["Content-Type"] = nil
-            return HTTPResponse(status: 304, headers: headers)
+           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" }) {
+            return HTTPResponse(status: 304, headers: ["ETag": snapshot.etag])
         }
-        return HTTPResponse(status: 200, headers: headers, body: Self.snapshotJSON(instance, latest))
+        return HTTPResponse(status: 200, headers: snapshot.headers, body: snapshot.body)
     }
 
     private func deleteInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
@@ -166,10 +161,8 @@ public final class ReactorService: Sendable {
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
             instance.whenSettled(receipt) {
-                let latest = instance.timeline.latest
-                var headers = Self.jsonHeaders
-                headers["ETag"] = Self.etag(latest.version)
-                reply.send(HTTPResponse(status: 200, headers: headers, body: Self.snapshotJSON(instance, latest)))
+                let snapshot = Self.snapshot(instance, instance.timeline.latest)
+                reply.send(HTTPResponse(status: 200, headers: snapshot.headers, body: snapshot.body))
             }
             // Whichever comes first answers; the later one is ignored.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
@@ -253,19 +246,36 @@ public final class ReactorService: Sendable {
 
     static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
+    /// The instance's snapshot at `state`'s version, built once per version:
     /// `{"id":…,"state":…,"type":…,"version":…}` with the shared state bytes spliced in.
-    static func snapshotJSON(_ instance: any HostedInstance, _ state: any VersionedState) -> [UInt8] {
-        let json = state.json
-        var object = JSONObjectWriter(capacity: json.count + 96)
-        object.add("id", string: instance.id)
-        object.add("state", json: json)
-        object.add("type", string: instance.typeName)
-        object.add("version", raw: String(state.version))
-        return object.finish()
+    static func snapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
+        state.snapshot {
+            let json = state.json
+            var object = JSONObjectWriter(capacity: json.count + 96)
+            object.add("id", string: instance.id)
+            object.add("state", json: json)
+            object.add("type", string: instance.typeName)
+            object.add("version", raw: String(state.version))
+            let etag = etag(state.version)
+            var headers = jsonHeaders
+            headers["ETag"] = etag
+            return InstanceSnapshot(etag: etag, body: object.finish(), headers: headers)
+        }
     }
 
+    /// `{"seq":N}`, written without building a string.
     static func receiptJSON(_ receipt: ActionReceipt) -> [UInt8] {
-        Array("{\"seq\":\(receipt.sequence)}".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(28)
+        bytes.append(contentsOf: #"{"seq":"#.utf8)
+        var divisor: UInt64 = 1
+        while receipt.sequence / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(receipt.sequence / divisor % 10))
+            divisor /= 10
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 
     // MARK: - Instrumentation

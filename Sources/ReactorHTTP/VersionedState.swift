@@ -1,3 +1,4 @@
+import MicroHTTP
 import Synchronization
 
 /// One published state of an instance with its version, encoded to JSON lazily — at most once,
@@ -10,6 +11,25 @@ protocol VersionedState: AnyObject, Sendable {
     /// The state framed as one server-sent event (`id:`, `event: state`, `data:`), built once
     /// and shared by every subscriber that sends it.
     var event: [UInt8] { get }
+    /// The instance snapshot of this version, built by `make` the first time it is asked for
+    /// and then shared by every request that reads this version.
+    func snapshot(_ make: () -> InstanceSnapshot) -> InstanceSnapshot
+}
+
+/// `GET /reactors/{id}`'s answer for one version: `{id, state, type, version}` and its ETag.
+final class InstanceSnapshot: Sendable {
+    /// The version in quotes, as sent in `ETag`.
+    let etag: String
+    /// The JSON body.
+    let body: [UInt8]
+    /// `Content-Type` and `ETag`.
+    let headers: HTTPHeaders
+
+    init(etag: String, body: [UInt8], headers: HTTPHeaders) {
+        self.etag = etag
+        self.body = body
+        self.headers = headers
+    }
 }
 
 /// A `VersionedState` over a concrete state type.
@@ -19,6 +39,8 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     /// Set once, by the first reader; kept inline so a published state costs one allocation
     /// until somebody reads it.
     private let encoded = AtomicLazyReference<EncodedState>()
+    /// Set once, by the first request that reads this version.
+    private let snapshot = AtomicLazyReference<InstanceSnapshot>()
 
     init(version: UInt64, state: State) {
         self.version = version
@@ -28,6 +50,11 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     var json: [UInt8] { bytes.json }
 
     var event: [UInt8] { bytes.event }
+
+    func snapshot(_ make: () -> InstanceSnapshot) -> InstanceSnapshot {
+        if let built = snapshot.load() { return built }
+        return snapshot.storeIfNil(make())
+    }
 
     private var bytes: EncodedState {
         if let bytes = encoded.load() { return bytes }
