@@ -83,7 +83,5 @@ static inline uint64_t cmhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
 static inline size_t cmhd_heap_free_bytes(void) { return mallinfo2().fordblks; }
 /** Returns free heap pages to the system; 1 when some were. */
 static inline int cmhd_heap_trim(void) { return malloc_trim(0); }
-/** Serves allocations of at least `bytes` with their own mappings (`M_MMAP_THRESHOLD`); 1 on success. */
-static inline int cmhd_map_allocations_from(size_t bytes) { return mallopt(M_MMAP_THRESHOLD, (int)bytes); }
 
 #endif

@@ -6,7 +6,7 @@ import CMicroHTTPD
 /// structures and buffers were allocated on many threads) the process's RSS would otherwise stay
 /// at its peak. `malloc_trim` returns whole free pages of every arena; it runs only when the
 /// arenas hold at least ``threshold`` bytes free, so a steady server does not pay for it.
-public enum MemoryTrim {
+enum MemoryTrim {
     /// Free heap bytes worth trimming.
     static let threshold = 1 << 20
     /// How often the server looks.
@@ -27,15 +27,4 @@ public enum MemoryTrim {
     /// allocator replaces `malloc`, the first call is `mallinfo2` here, from the trimmers of
     /// servers started together. A `static let` is initialised exactly once.
     private static let heapInitialized: Void = { _ = cmhd_heap_free_bytes() }()
-
-    /// Makes glibc give every allocation of at least 8 KiB its own mapping, for the whole process.
-    ///
-    /// Connection pools (10 KiB by default) then come from `mmap` and go back to the system the
-    /// moment their connection closes, instead of sharing heap pages with long-lived objects that
-    /// keep those pages resident after a burst of connections. Costs a `mmap`/`munmap` pair per
-    /// connection and per large buffer. Call once, before the first server starts.
-    @discardableResult
-    public static func mapConnectionPools() -> Bool {
-        cmhd_map_allocations_from(8 * 1024) == 1
-    }
 }

@@ -97,8 +97,6 @@ struct ServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "reactor-server")
-        // Connection pools in their own mappings: memory of closed connections returns at once.
-        MemoryTrim.mapConnectionPools()
 
         var service = ReactorServiceConfiguration()
         service.maxInstances = maxInstances
