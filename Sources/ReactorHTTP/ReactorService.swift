@@ -121,7 +121,8 @@ public final class ReactorService: Sendable {
         let instance = try store.create { id in type.host(id, context) }
         metrics.instanceCount(store.count)
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
-        let snapshot = Self.snapshot(instance, instance.timeline.latest)
+        // Not kept with the state: most instances are never read at their first version.
+        let snapshot = Self.makeSnapshot(instance, instance.timeline.latest)
         var headers = snapshot.headers
         headers["Location"] = "/reactors/\(instance.id)"
         return HTTPResponse(status: 201, headers: headers, body: snapshot.body)
@@ -249,18 +250,21 @@ public final class ReactorService: Sendable {
     /// The instance's snapshot at `state`'s version, built once per version:
     /// `{"id":…,"state":…,"type":…,"version":…}` with the shared state bytes spliced in.
     static func snapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
-        state.snapshot {
-            let json = state.json
-            var object = JSONObjectWriter(capacity: json.count + 96)
-            object.add("id", string: instance.id)
-            object.add("state", json: json)
-            object.add("type", string: instance.typeName)
-            object.add("version", raw: String(state.version))
-            let etag = etag(state.version)
-            var headers = jsonHeaders
-            headers["ETag"] = etag
-            return InstanceSnapshot(etag: etag, body: object.finish(), headers: headers)
-        }
+        state.snapshot { makeSnapshot(instance, state) }
+    }
+
+    /// Builds the instance's snapshot at `state`'s version.
+    static func makeSnapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
+        let json = state.json
+        var object = JSONObjectWriter(capacity: json.count + 96)
+        object.add("id", string: instance.id)
+        object.add("state", json: json)
+        object.add("type", string: instance.typeName)
+        object.add("version", raw: String(state.version))
+        let etag = etag(state.version)
+        var headers = jsonHeaders
+        headers["ETag"] = etag
+        return InstanceSnapshot(etag: etag, body: object.finish(), headers: headers)
     }
 
     /// `{"seq":N}`, written without building a string.
