@@ -80,7 +80,12 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
 
     func touch() {
-        activity.store(context.now(), ordering: .relaxed)
+        // Stored only when it moved by a millisecond or more: instances expire after seconds,
+        // and a store on every request would bounce the cache line between worker threads.
+        let now = context.now()
+        if now &- activity.load(ordering: .relaxed) >= 1_000_000 {
+            activity.store(now, ordering: .relaxed)
+        }
     }
 
     func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt {

@@ -303,9 +303,6 @@ public final class ReactorService: Sendable {
         }
     }
 
-    fileprivate func nextRequestID() -> UInt64 {
-        requestCount.wrappingAdd(1, ordering: .relaxed).newValue
-    }
 
     fileprivate func finish(_ response: HTTPResponse, scope: RequestScope) -> HTTPResponse {
         var response = response
@@ -313,8 +310,11 @@ public final class ReactorService: Sendable {
         let elapsed = DispatchTime.now().uptimeNanoseconds &- scope.started
         scope.metrics.requestFinished(status: response.status, nanoseconds: Int64(clamping: elapsed))
         if logger.logLevel <= .debug {
+            // Numbered only when logged: a counter shared by every worker thread costs a
+            // contended cache line per request.
+            let requestID = requestCount.wrappingAdd(1, ordering: .relaxed).newValue
             logger.debug("request", metadata: [
-                "request-id": "\(scope.requestID)",
+                "request-id": "\(requestID)",
                 "method": "\(scope.request.method.rawValue)",
                 "path": "\(scope.request.path)",
                 "status": "\(response.status)",
@@ -338,14 +338,12 @@ struct RequestScope: Sendable {
     let metrics: RouteMetrics
     let request: HTTPRequest
     let started: UInt64
-    let requestID: UInt64
 
     init(service: ReactorService, metrics: RouteMetrics, request: HTTPRequest) {
         self.service = service
         self.metrics = metrics
         self.request = request
         self.started = DispatchTime.now().uptimeNanoseconds
-        self.requestID = service.nextRequestID()
     }
 
     /// Adds CORS headers, records metrics and logs; returns the response to send.
