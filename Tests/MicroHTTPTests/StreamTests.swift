@@ -1,14 +1,15 @@
 import Foundation
 import MicroHTTP
 import Synchronization
+import Locking
 import Testing
 
 /// Subscribers of an event-stream endpoint, as a service would keep them.
 final class Subscribers: Sendable {
     let opened = EventCounter()
     let closed = EventCounter()
-    let reasons = Shared<[HTTPStreamCloseReason]>([])
-    private let sources = Shared<[HTTPBufferedStreamSource]>([])
+    let reasons = Locked<[HTTPStreamCloseReason]>([])
+    private let sources = Locked<[HTTPBufferedStreamSource]>([])
 
     func makeSource(capacity: Int = 64, overflow: HTTPBufferedStreamSource.OverflowPolicy = .conflate,
                     initial: [[UInt8]] = [], finalBytes: [UInt8] = []) -> HTTPBufferedStreamSource {
@@ -24,10 +25,10 @@ final class Subscribers: Sendable {
     /// Writes one already-encoded message to every open subscriber.
     func broadcast(_ message: String) {
         let bytes = Array(message.utf8)
-        for source in sources.current { source.write(bytes) }
+        for source in sources.withLock({ $0 }) { source.write(bytes) }
     }
 
-    var sourcesSnapshot: [HTTPBufferedStreamSource] { sources.current }
+    var sourcesSnapshot: [HTTPBufferedStreamSource] { sources.withLock { $0 } }
 
     /// Forgets every source (tests then check they are freed).
     func releaseAll() { sources.withLock { $0.removeAll() } }
@@ -101,7 +102,7 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
         weak let weakSource = subscribers.sourcesSnapshot.first
         subscribers.releaseAll()
         #expect(await subscribers.closed.wait(for: 1, timeout: .seconds(10)))
-        #expect(subscribers.reasons.current == [.clientDisconnected])
+        #expect(subscribers.reasons.withLock { $0 } == [.clientDisconnected])
         // The stream lets go of its source right after `streamDidClose` returns.
         let released = EventCounter()
         Task.detached {
@@ -150,7 +151,7 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
             let events = result.json["events"] as? [[String]] ?? []
             #expect(events == [["message", "hello"], ["bye", "done"]])
         }
-        #expect(subscribers.reasons.current == [.serverShutdown, .serverShutdown])
+        #expect(subscribers.reasons.withLock { $0 } == [.serverShutdown, .serverShutdown])
     }
 
     @Test func shutdownAnswersPendingDeferredRequests() async throws {

@@ -58,14 +58,6 @@ final class EventCounter: Sendable {
     }
 }
 
-/// A value shared between a handler and a test.
-final class Shared<Value: Sendable>: Sendable {
-    private let value: Locked<Value>
-    init(_ value: Value) { self.value = Locked(value) }
-    func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
-    var current: Value { value.withLock { $0 } }
-}
-
 struct ProcessResult {
     let termination: ProcessTermination
     let output: String
