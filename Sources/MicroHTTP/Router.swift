@@ -104,9 +104,7 @@ public struct Router: Sendable {
         var parameters: [String: String] = [:]
         _ = visitSegments(of: path, count: segments.count) { index, part in
             if case .parameter(let name) = segments[index] {
-                parameters[name] = part.contains(UInt8(ascii: "%"))
-                    ? PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
-                    : String(decoding: part, as: UTF8.self)
+                parameters[name] = PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
             }
             return true
         }

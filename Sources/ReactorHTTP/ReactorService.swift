@@ -267,17 +267,12 @@ public final class ReactorService: Sendable {
         return InstanceSnapshot(etag: etag, body: object.finish(), headers: headers)
     }
 
-    /// `{"seq":N}`, written without building a string.
+    /// `{"seq":N}` in one allocation (the number's text fits in a small string).
     static func receiptJSON(_ receipt: ActionReceipt) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(28)
         bytes.append(contentsOf: #"{"seq":"#.utf8)
-        var divisor: UInt64 = 1
-        while receipt.sequence / divisor >= 10 { divisor *= 10 }
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(receipt.sequence / divisor % 10))
-            divisor /= 10
-        }
+        bytes.append(contentsOf: String(receipt.sequence).utf8)
         bytes.append(UInt8(ascii: "}"))
         return bytes
     }
