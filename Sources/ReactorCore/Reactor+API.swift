@@ -10,8 +10,28 @@ extension Reactor {
     /// before returning; otherwise the thread already applying actions picks it up.
     @inlinable @discardableResult
     public func send(_ action: Action) -> ActionReceipt {
-        runtime.send(action, reactor: self)
+        // Without `refuseWhenStalled` the action is always queued.
+        runtime.send(action, reactor: self)!
     }
+
+    /// Sends an action unless the reactor is stalled (see ``isStalled``); then returns `nil`
+    /// and queues nothing, since an action queued behind a stalled turn may never be applied.
+    @inlinable
+    public func sendUnlessStalled(_ action: Action) -> ActionReceipt? {
+        runtime.send(action, reactor: self, refuseWhenStalled: true)
+    }
+
+    /// Has a ``DrainPool``'s threads apply this reactor's actions and mutations from now on,
+    /// instead of the thread that finds the reactor idle; `send` then returns at once.
+    /// `onStall` hears `true` when a turn runs past the pool's stall timeout (user code that
+    /// loops or blocks) and `false` when it returns.
+    public func applyActions(on pool: DrainPool, onStall: (@Sendable (Bool) -> Void)? = nil) {
+        runtime.applyActions(on: pool, onStall: onStall)
+    }
+
+    /// Whether the reactor's `mutate`, `reduce` or transforms have run past its pool's stall
+    /// timeout without returning. Always false for a reactor not applying actions on a pool.
+    public var isStalled: Bool { runtime.isStalled }
 
     /// The action input, like ReactorKit's `reactor.action` subject: `reactor.action.send(.increase)`.
     public var action: ActionInput<Self> { ActionInput(reactor: self) }

@@ -41,6 +41,31 @@ extension ReactorRuntime {
         }
     }
 
+    /// A turn on a ``DrainPool``: applies up to `batchesPerTurn` batches, then queues itself
+    /// again if work is left, so reactors with long queues take turns with the others (and the
+    /// pool's watchdog sees a new turn start while a busy reactor makes progress).
+    @usableFromInline final class PooledTurn: DrainPoolTurn {
+        @usableFromInline let runtime: ReactorRuntime
+        @usableFromInline let reactor: R
+        @usableFromInline let pool: DrainPool
+
+        @usableFromInline init(runtime: ReactorRuntime, reactor: R, pool: DrainPool) {
+            self.runtime = runtime
+            self.reactor = reactor
+            self.pool = pool
+        }
+
+        @usableFromInline static var batchesPerTurn: Int { 16 }
+
+        @usableFromInline func run() {
+            // The turn is queued only by the thread holding the drainer role, so it holds it now.
+            let drain = Drain(runtime: runtime, reactor: reactor, engine: runtime.engine!)
+            if !drain.run(batchLimit: Self.batchesPerTurn) { pool.schedule(self) }
+        }
+
+        @usableFromInline func setStalled(_ stalled: Bool) { runtime.setStalled(stalled) }
+    }
+
     /// One drainer turn: only built by the thread that set `isDraining`.
     @usableFromInline struct Drain {
         @usableFromInline let runtime: ReactorRuntime
@@ -55,11 +80,14 @@ extension ReactorRuntime {
         }
 
         /// Applies queued work until the queue is empty, then gives up the drainer role.
-        @inlinable func run() {
+        /// With a `batchLimit`, stops after that many batches when work is left, keeping the role.
+        /// - Returns: whether the role was given up.
+        @inlinable @discardableResult func run(batchLimit: Int = .max) -> Bool {
             var batch = engine.batch
             engine.batch = []
+            var batches = 0
             while true {
-                let (hasWork, due) = runtime.shared.withLock { shared -> (Bool, [@Sendable () -> Void]) in
+                let (step, due) = runtime.shared.withLock { shared -> (Step, [@Sendable () -> Void]) in
                     let due = sync(&shared)
                     if shared.pending.isEmpty || shared.isDisposed {
                         shared.pending.removeAll(keepingCapacity: true)
@@ -67,13 +95,21 @@ extension ReactorRuntime {
                         // thread may drain and use the engine.
                         engine.batch = batch
                         shared.isDraining = false
-                        return (false, due)
+                        return (.done, due)
+                    }
+                    if batches == batchLimit {
+                        engine.batch = batch
+                        return (.yield, due)
                     }
                     swap(&shared.pending, &batch)
-                    return (true, due)
+                    return (.apply, due)
                 }
                 for callback in due { callback() }
-                guard hasWork else { break }
+                switch step {
+                case .done: return true
+                case .yield: return false
+                case .apply: batches += 1
+                }
                 for index in 0..<batch.count {
                     process(batch[index])
                     // Let `currentState` readers (such as the next `mutate`) see this work's state.
@@ -85,6 +121,8 @@ extension ReactorRuntime {
                 batch.removeAll(keepingCapacity: true)
             }
         }
+
+        @usableFromInline enum Step { case apply, yield, done }
 
         /// Publishes the drainer's progress under the lock: the latest state, the applied
         /// actions (returning the settle callbacks now due), and takes the current observers.

@@ -45,6 +45,11 @@ extension ReactorRuntime {
         @usableFromInline var isStubEnabled = false
         @usableFromInline var stubActions: [R.Action] = []
         @usableFromInline var lastID: UInt64 = 0
+        /// Where queued work is applied; `nil`: by the thread that finds the reactor idle.
+        @usableFromInline var drainPool: DrainPool?
+        /// Whether a turn on `drainPool` has run past the pool's stall timeout.
+        @usableFromInline var isStalled = false
+        @usableFromInline var onStall: (@Sendable (Bool) -> Void)?
 
         @usableFromInline mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
         @usableFromInline mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }

@@ -103,32 +103,54 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     // MARK: - Sending
 
-    /// The hot path: enqueue, and drain if nobody else does.
-    @inlinable func send(_ action: R.Action, reactor: R) -> ActionReceipt {
+    /// Who applies the queue after a thread finds the reactor idle and takes the drainer role.
+    @usableFromInline enum Drainer {
+        /// Somebody else is draining (or the work was not queued): nothing to do.
+        case none
+        /// The calling thread.
+        case caller
+        /// A turn on the pool.
+        case pool(DrainPool)
+    }
+
+    /// The hot path: enqueue, and drain (or have the pool drain) if nobody else does.
+    /// Returns `nil`, queuing nothing, when `refuseWhenStalled` and the reactor is stalled.
+    @inlinable func send(_ action: R.Action, reactor: R, refuseWhenStalled: Bool = false) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
-        let (sequence, drainNow) = shared.withLock { shared -> (UInt64, Bool) in
+        let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
+            if refuseWhenStalled && shared.isStalled { return nil }
             shared.nextSequence += 1
             let sequence = shared.nextSequence
-            if shared.isDisposed { return (sequence, false) }
+            if shared.isDisposed { return (sequence, .none) }
             if shared.isStubEnabled {
                 shared.stubActions.append(action)
                 shared.enqueueOrMarkProcessed(.skipped(sequence: sequence), sequence: sequence)
-                return (sequence, false)
+                return (sequence, .none)
             }
             if shared.isDraining || !shared.pending.isEmpty {
                 shared.pending.append(.action(action, sequence: sequence, entry: 0))
-                return (sequence, false)
+                return (sequence, .none)
             }
             shared.isDraining = true
+            if let pool = shared.drainPool {
+                shared.pending.append(.action(action, sequence: sequence, entry: 0))
+                return (sequence, .pool(pool))
+            }
             // This thread is the drainer now, so it may use the engine.
             engine.observers = shared.observers
-            return (sequence, true)
+            return (sequence, .caller)
         }
-        if drainNow {
+        guard let (sequence, drainer) = accepted else { return nil }
+        switch drainer {
+        case .none:
+            break
+        case .caller:
             let drain = Drain(runtime: self, reactor: reactor, engine: engine)
             drain.applyAction(action, sequence: sequence, entry: 0)
             drain.run()
+        case .pool(let pool):
+            pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
         }
         return ActionReceipt(sequence: sequence)
     }
@@ -138,16 +160,48 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     @discardableResult
     @usableFromInline func submit(reactor: R, _ make: (inout SharedState) -> Work) -> Bool {
         ensureStarted(reactor)
-        let (accepted, drainNow) = shared.withLock { shared -> (Bool, Bool) in
-            if shared.isDisposed { return (false, false) }
+        let drainer = shared.withLock { shared -> Drainer? in
+            if shared.isDisposed { return nil }
             shared.pending.append(make(&shared))
-            if shared.isDraining { return (true, false) }
+            if shared.isDraining { return Drainer.none }
             shared.isDraining = true
-            return (true, true)
+            return shared.drainPool.map { .pool($0) } ?? .caller
         }
-        if drainNow { Drain(runtime: self, reactor: reactor, engine: engine!).run() }
-        return accepted
+        guard let drainer else { return false }
+        drain(drainer, reactor: reactor)
+        return true
     }
+
+    /// Has `drainer` apply the queue; the calling thread holds the drainer role.
+    @usableFromInline func drain(_ drainer: Drainer, reactor: R) {
+        switch drainer {
+        case .none:
+            break
+        case .caller:
+            Drain(runtime: self, reactor: reactor, engine: engine!).run()
+        case .pool(let pool):
+            pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
+        }
+    }
+
+    // MARK: - Where actions are applied
+
+    @usableFromInline func applyActions(on pool: DrainPool, onStall: (@Sendable (Bool) -> Void)?) {
+        shared.withLock { shared in
+            shared.drainPool = pool
+            shared.onStall = onStall
+        }
+    }
+
+    @usableFromInline func setStalled(_ stalled: Bool) {
+        let onStall = shared.withLock { shared -> (@Sendable (Bool) -> Void)? in
+            shared.isStalled = stalled
+            return shared.onStall
+        }
+        onStall?(stalled)
+    }
+
+    @usableFromInline var isStalled: Bool { shared.withLock { $0.isStalled } }
 
     // MARK: - Reading and observing
 
@@ -163,22 +217,26 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ) -> ObservationToken {
         ensureStarted(reactor)
         let observer = StateObserver(receive: receive, finish: finish)
-        let (id, initial) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?) in
+        let (id, initial, pool) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?, DrainPool?) in
             let id = shared.nextObserverID()
-            if shared.isDisposed { return (id, nil) }
+            if shared.isDisposed { return (id, nil, nil) }
             if shared.isDraining || !shared.pending.isEmpty {
                 // The drainer delivers the state it has reached, then every later one.
                 shared.waitingObservers[id] = observer
                 shared.pending.append(.addObserver(id))
-                return (id, nil)
+                return (id, nil, nil)
             }
             shared.isDraining = true
             shared.observers.append((id, observer))
-            return (id, shared.current)
+            return (id, shared.current, shared.drainPool)
         }
         if let initial {
             receive(initial)
-            Drain(runtime: self, reactor: reactor, engine: engine!).run()
+            // Work queued meanwhile goes to the pool, if there is one, rather than run here.
+            let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
+            if !drain.run(batchLimit: pool == nil ? .max : 0), let pool {
+                pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
+            }
         } else if shared.withLock({ $0.isDisposed }) {
             finish?()
         }
