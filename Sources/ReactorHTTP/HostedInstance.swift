@@ -10,6 +10,10 @@ struct InstanceContext: Sendable {
     var logger: Logger
     /// Monotonic nanoseconds, for idle expiry.
     var now: @Sendable () -> UInt64
+    /// Where instances' actions are applied; `nil`: on the thread that sends them.
+    var drainPool: DrainPool?
+    /// How long a call into the reactor may run before the instance counts as stalled.
+    var stallTimeout: Duration
 }
 
 /// A reactor instance as the HTTP layer sees it: JSON in, versioned JSON states out.
@@ -57,14 +61,26 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             subscriberLimit: context.subscriberLimit
         )
         let timeline = self.timeline
+        let metrics = context.metrics
+        let logger = context.logger
+        let instanceID = id
+        if let pool = context.drainPool {
+            let stallTimeout = context.stallTimeout
+            reactor.applyActions(on: pool) { stalled in
+                metrics.instanceStalled(stalled)
+                if stalled {
+                    logger.error("instance stalled: mutate, reduce or a transform has not returned; new actions are refused until it does",
+                                 metadata: ["instance": "\(instanceID)", "type": "\(typeName)", "after": "\(stallTimeout)"])
+                } else {
+                    logger.notice("stalled instance returned; it takes actions again", metadata: ["instance": "\(instanceID)"])
+                }
+            }
+        }
         // The class is looked up once here rather than for every published state.
         let encodedState = EncodedOnDemand<R.State>.self
         let stateToken = reactor.observe { update in
             timeline.publish(encodedState.init(version: update.version, state: update.state))
         }
-        let metrics = context.metrics
-        let logger = context.logger
-        let instanceID = id
         let errorToken = reactor.observeErrors { failure in
             metrics.mutationFailed()
             logger.warning("mutation failed", metadata: [
@@ -90,7 +106,11 @@ final class HostedReactor<R: Reactor>: HostedInstance {
 
     func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt {
         let action = try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
-        return reactor.send(action)
+        guard let receipt = reactor.sendUnlessStalled(action) else {
+            let (seconds, attoseconds) = context.stallTimeout.components
+            throw Problem.instanceStalled(id, retryAfter: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
+        }
+        return receipt
     }
 
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {

@@ -98,6 +98,13 @@ extension Problem {
                 retryAfter: 5)
     }
 
+    static func instanceStalled(_ id: String, retryAfter: Int) -> Problem {
+        Problem(status: 503, kind: "instance-stalled", title: "Reactor instance stalled",
+                detail: "instance \(id) is still inside mutate, reduce or a transform that has not returned; "
+                    + "it takes no actions until that returns",
+                retryAfter: retryAfter)
+    }
+
     static func serverError(status: Int, detail: String) -> Problem {
         switch status {
         case 413:

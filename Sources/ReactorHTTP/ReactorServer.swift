@@ -57,6 +57,8 @@ public final class ReactorServer: Sendable {
     /// with its last events and an `end` event, then disposes every instance.
     public func shutdown() {
         expiry.withLock { $0?.cancel() }
+        // Actions answered 202 so far reach the event streams before those end.
+        service.finishQueuedActions(within: .milliseconds(250))
         http.shutdown()
         service.disposeAllInstances()
         logger.info("stopped")

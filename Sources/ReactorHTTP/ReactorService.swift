@@ -14,6 +14,9 @@ public final class ReactorService: Sendable {
     let store: InstanceStore
     let metrics = ServiceMetrics()
     let logger: Logger
+    /// The threads that apply every instance's actions, apart from the HTTP threads; `nil`
+    /// when actions are applied on the HTTP threads.
+    let drainPool: DrainPool?
     private let openStreams = Atomic<Int>(0)
     private let requestCount = Atomic<UInt64>(0)
     private let typesJSON: [UInt8]
@@ -27,6 +30,8 @@ public final class ReactorService: Sendable {
         self.logger = logger
         self.store = InstanceStore(limit: configuration.maxInstances)
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
+        self.drainPool = configuration.reactorThreads > 0
+            ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
         var types: [UInt8] = Array(#"{"types":["#.utf8)
         for (index, type) in registry.allTypes.enumerated() {
             if index > 0 { types.append(UInt8(ascii: ",")) }
@@ -38,6 +43,10 @@ public final class ReactorService: Sendable {
 
     /// How many instances are live.
     public var instanceCount: Int { store.count }
+
+    /// How many instances are stalled: inside a `mutate`, `reduce` or transform that has not
+    /// returned within the stall timeout.
+    public var stalledInstanceCount: Int { metrics.stalledInstanceCount }
 
     /// How many event streams are open.
     public var streamCount: Int { openStreams.load(ordering: .relaxed) }
@@ -96,10 +105,18 @@ public final class ReactorService: Sendable {
         return expired.count
     }
 
-    /// Disposes every instance, ending their streams; used when the server stops.
+    /// Waits until every action queued so far is applied (stalled instances aside), or
+    /// `timeout` passed.
+    public func finishQueuedActions(within timeout: Duration) {
+        drainPool?.waitUntilIdle(timeout: timeout)
+    }
+
+    /// Disposes every instance, ending their streams, and lets the threads applying actions
+    /// end; used when the server stops.
     public func disposeAllInstances() {
         for instance in store.removeAll() { instance.dispose(.shutdown) }
         metrics.instanceCount(0)
+        drainPool?.shutdown()
     }
 
     /// Builds replies to errors the HTTP server finds itself (body or headers too large …).
@@ -117,7 +134,8 @@ public final class ReactorService: Sendable {
         }
         let context = InstanceContext(historyCapacity: configuration.historyCapacity,
                                       subscriberLimit: configuration.maxStreamsPerInstance,
-                                      metrics: metrics, logger: logger, now: configuration.now)
+                                      metrics: metrics, logger: logger, now: configuration.now,
+                                      drainPool: drainPool, stallTimeout: configuration.stallTimeout)
         let instance = try store.create { id in type.host(id, context) }
         metrics.instanceCount(store.count)
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])

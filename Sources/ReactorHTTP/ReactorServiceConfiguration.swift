@@ -1,4 +1,9 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Limits and behaviour of a reactor service. Every field has a flag and an environment
 /// variable in `reactor-server`.
@@ -22,11 +27,24 @@ public struct ReactorServiceConfiguration: Sendable {
     /// Origins allowed to call the service from a browser (CORS); empty disables CORS,
     /// `["*"]` allows any origin.
     public var allowedOrigins: [String] = []
+    /// Threads applying instances' actions (running `mutate`, `reduce` and transforms), apart
+    /// from the HTTP threads. Defaults to the number of online processors. `0` applies them on
+    /// the HTTP thread that received the action instead: 5–15 % more POSTs per second, but a
+    /// `mutate` or `reduce` that never returns then holds that HTTP thread and stalls every
+    /// connection it serves.
+    public var reactorThreads = ReactorServiceConfiguration.onlineProcessors
+    /// How long `mutate`, `reduce` or a transform may run without returning before its instance
+    /// counts as stalled: its thread is replaced, and the instance answers 503 to new actions
+    /// until the call returns.
+    public var stallTimeout: Duration = .seconds(1)
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.
     public var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
     /// The defaults described on each field.
     public init() {}
+
+    /// The number of processors online, at least 1.
+    public static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 }
 
 extension Duration {

@@ -12,6 +12,9 @@ final class ServiceMetrics: Sendable {
     private let streams: Metrics.Gauge
     private let actions: Metrics.Counter
     private let mutationErrors: Metrics.Counter
+    private let stalls: Metrics.Counter
+    private let stalledInstances: Metrics.Gauge
+    private let stalledNow = Atomic<Int>(0)
     private let unmatchedRoutes = Locked<[String: RouteMetrics]>([:])
 
     init() {
@@ -28,8 +31,11 @@ final class ServiceMetrics: Sendable {
         streams = Metrics.Gauge(label: "reactor_event_streams", factory: factory)
         actions = Metrics.Counter(label: "reactor_actions_accepted_total", factory: factory)
         mutationErrors = Metrics.Counter(label: "reactor_mutation_errors_total", factory: factory)
+        stalls = Metrics.Counter(label: "reactor_stalls_total", factory: factory)
+        stalledInstances = Metrics.Gauge(label: "reactor_stalled_instances", factory: factory)
         instances.record(0)
         streams.record(0)
+        stalledInstances.record(0)
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.
@@ -51,6 +57,14 @@ final class ServiceMetrics: Sendable {
     func streamCount(_ count: Int) { streams.record(count) }
     func actionAccepted() { actions.increment() }
     func mutationFailed() { mutationErrors.increment() }
+
+    var stalledInstanceCount: Int { stalledNow.load(ordering: .relaxed) }
+
+    /// An instance's turn stalled (`true`) or returned after stalling (`false`).
+    func instanceStalled(_ stalled: Bool) {
+        if stalled { stalls.increment() }
+        stalledInstances.record(stalledNow.wrappingAdd(stalled ? 1 : -1, ordering: .relaxed).newValue)
+    }
 
     /// The Prometheus text exposition of every metric.
     func render() -> [UInt8] {

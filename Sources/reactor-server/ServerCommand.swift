@@ -30,6 +30,12 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "HTTP worker threads; 0 uses one per core (THREADS).")
     var threads: Int = Environment.value("THREADS", default: 0)
 
+    @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, faster but unprotected from a mutate that never returns (REACTOR_THREADS).")
+    var reactorThreads: Int = Environment.value("REACTOR_THREADS", default: ReactorServiceConfiguration.onlineProcessors)
+
+    @Option(help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
+    var stallTimeoutMs: Int = Environment.value("STALL_TIMEOUT_MS", default: 1000)
+
     @Option(help: "Most live reactor instances (MAX_INSTANCES).")
     var maxInstances: Int = Environment.value("MAX_INSTANCES", default: 100_000)
 
@@ -77,12 +83,14 @@ struct ServerCommand: ParsableCommand {
                               ("max-streams-per-instance", maxStreamsPerInstance),
                               ("max-connections", maxConnections), ("max-body-bytes", maxBodyBytes),
                               ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
-                              ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs)]
+                              ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
+                              ("stall-timeout-ms", stallTimeoutMs)]
         where value <= 0 {
             throw ValidationError("--\(name) must be positive")
         }
         for (name, value) in [("counter-delay-ms", counterDelayMs), ("search-latency-ms", searchLatencyMs),
-                              ("threads", threads), ("history-size", historySize),
+                              ("threads", threads), ("reactor-threads", reactorThreads),
+                              ("history-size", historySize),
                               ("connection-timeout-s", connectionTimeoutS)]
         where value < 0 {
             throw ValidationError("--\(name) must not be negative")
@@ -106,6 +114,8 @@ struct ServerCommand: ParsableCommand {
         service.idleTimeout = .seconds(idleTimeoutS)
         service.waitTimeout = .milliseconds(waitTimeoutMs)
         service.heartbeatInterval = .seconds(heartbeatS)
+        service.reactorThreads = reactorThreads
+        service.stallTimeout = .milliseconds(stallTimeoutMs)
         service.allowedOrigins = corsOrigins.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
 

@@ -18,6 +18,10 @@ final class HostileReactor: Reactor {
         case spin
         /// A mutation that loops forever without yielding, checking only for cancellation.
         case burn
+        /// A `mutate` that never returns until the test thaws it: blocked on a semaphore.
+        case freeze
+        /// A `mutate` that never returns until the test thaws it: a busy loop.
+        case loop
         /// An ordinary mutation.
         case tick
     }
@@ -32,6 +36,12 @@ final class HostileReactor: Reactor {
 
     /// How many looping or hanging mutations are running in the whole process.
     static let running = Atomic<Int>(0)
+    /// How many `mutate` calls are frozen (inside `.freeze` or `.loop`).
+    static let frozen = Atomic<Int>(0)
+    /// Opened once per frozen `.freeze` to let it return.
+    static let thawFreeze = DispatchSemaphore(value: 0)
+    /// Lets every `.loop` return.
+    static let thawLoops = Atomic<Bool>(false)
 
     let initialState = State()
     let runtime = ReactorRuntime<HostileReactor>()
@@ -60,6 +70,16 @@ final class HostileReactor: Reactor {
                 while !Task.isCancelled { turns &+= 1 }
                 _ = turns
             }
+        case .freeze:
+            Self.frozen.add(1, ordering: .relaxed)
+            Self.thawFreeze.wait()
+            Self.frozen.subtract(1, ordering: .relaxed)
+            return .empty
+        case .loop:
+            Self.frozen.add(1, ordering: .relaxed)
+            while !Self.thawLoops.load(ordering: .relaxed) {}
+            Self.frozen.subtract(1, ordering: .relaxed)
+            return .empty
         case .tick:
             return .just(.tick)
         }
@@ -74,13 +94,15 @@ final class HostileReactor: Reactor {
 
 /// Isolation: what one instance's mutations do cannot stall another instance.
 @Suite(.serialized) struct HardeningIsolationTests {
-    func makeServer() throws -> ReactorServer {
+    func makeServer(stallTimeout: Duration = .seconds(1)) throws -> ReactorServer {
         var registry = ReactorRegistry()
         registry.register("hostile") { HostileReactor() }
         registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
         var configuration = ReactorServiceConfiguration()
         configuration.waitTimeout = .milliseconds(300)
         configuration.heartbeatInterval = .milliseconds(200)
+        configuration.reactorThreads = 2
+        configuration.stallTimeout = stallTimeout
         var logger = Logger(label: "hardening")
         logger.logLevel = .warning
         let server = ReactorServer(registry: registry, configuration: configuration, logger: logger)
@@ -153,6 +175,54 @@ final class HostileReactor: Reactor {
             #expect(try await client.send("DELETE", "/reactors/\(id)").status == 204)
         }
         try await waitUntil { HostileReactor.running.load(ordering: .relaxed) == runningBefore }
+    }
+
+    @Test func aMutateThatNeverReturnsStallsOnlyItsOwnInstance() async throws {
+        let server = try makeServer(stallTimeout: .milliseconds(100))
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        HostileReactor.thawLoops.store(false, ordering: .relaxed)
+
+        // Three instances whose mutate never returns: more than the two threads applying actions.
+        var frozen: [String] = []
+        for action in ["loop", "freeze", "freeze"] {
+            let id = try await client.create("hostile")
+            frozen.append(id)
+            #expect(try await client.post("/reactors/\(id)/actions", #""\#(action)""#).status == 202)
+        }
+        try await waitUntil { HostileReactor.frozen.load(ordering: .relaxed) == 3 }
+        try await waitUntil { server.service.stalledInstanceCount == 3 }
+
+        // Their new actions are refused, not queued behind a call that may never return.
+        for id in frozen {
+            let refused = try await client.post("/reactors/\(id)/actions", #""tick""#)
+            #expect(refused.status == 503)
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            #expect((refused.json["type"] as? String)?.hasSuffix("instance-stalled") == true)
+            #expect(refused.header("Retry-After") == "1")
+            #expect(try await client.get("/reactors/\(id)").status == 200, "reads go on")
+        }
+        let metrics = try await client.get("/metrics").text
+        #expect(metrics.contains("reactor_stalled_instances 3"))
+
+        // Every other instance is created, applies actions and answers.
+        for _ in 0..<20 {
+            let id = try await client.create("counter")
+            let reply = try await client.post("/reactors/\(id)/actions?wait=true", #""increase""#)
+            #expect(reply.status == 200)
+            #expect((reply.json["state"] as? [String: Any])?["value"] as? Int == 1)
+        }
+
+        // Once the calls return, the instances take actions again; refused ones were not applied.
+        HostileReactor.thawLoops.store(true, ordering: .relaxed)
+        HostileReactor.thawFreeze.signal()
+        HostileReactor.thawFreeze.signal()
+        try await waitUntil { server.service.stalledInstanceCount == 0 }
+        for id in frozen {
+            let ticked = try await client.post("/reactors/\(id)/actions?wait=true", #""tick""#)
+            #expect(ticked.status == 200)
+            #expect((ticked.json["state"] as? [String: Any])?["ticks"] as? Int == 1)
+        }
     }
 
     @Test func nothingListsInstancesAndIdsDoNotRepeat() async throws {
