@@ -81,14 +81,14 @@ struct RawValueDecoder<Action>: Sendable {
     private let make: (@Sendable (String) -> Action?)?
 
     init(_ type: Action.Type) {
-        if let rawType = type as? any RawRepresentable<String>.Type {
+        if let rawType = type as? any (RawRepresentable<String> & Sendable).Type {
             make = Self.maker(rawType)
         } else {
             make = nil
         }
     }
 
-    private static func maker<Raw: RawRepresentable<String>>(_ rawType: Raw.Type) -> @Sendable (String) -> Action? {
+    private static func maker<Raw: RawRepresentable<String> & Sendable>(_ rawType: Raw.Type) -> @Sendable (String) -> Action? {
         { text in Raw(rawValue: text) as? Action }
     }
 
