@@ -34,8 +34,10 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // Puts the server's own error responses in place of libmicrohttpd's built-in HTML pages.
+        .target(name: "CMicroHTTPDErrorPages", dependencies: ["CMicroHTTPD"]),
         // A small general HTTP/1.1 server over libmicrohttpd. Knows nothing of reactors.
-        .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD", "Locking"]),
+        .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrorPages", "Locking"]),
 
         // Reactors per session over HTTP/JSON and server-sent events.
         .target(

@@ -124,11 +124,14 @@ private struct DaemonHandle: @unchecked Sendable {
             context.release()
             throw HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
         }
+        ErrorPages.register(port: cmhd_bind_port(daemon), core: context)
         return DaemonHandle(raw: daemon, context: context)
     }
 
     func stop() {
+        let port = cmhd_bind_port(raw)
         MHD_stop_daemon(raw)
+        ErrorPages.unregister(port: port)
         context.release()
     }
 

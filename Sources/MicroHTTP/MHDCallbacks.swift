@@ -119,9 +119,7 @@ enum MHDCallbacks {
         let mhdResponse: OpaquePointer?
         switch response.kind {
         case .bytes(let body):
-            mhdResponse = body.withUnsafeBytes { bytes in
-                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-            }
+            mhdResponse = makeResponse(body: body)
         case .stream(let source, let heartbeat):
             guard let context else { return no }
             let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection))
@@ -138,15 +136,28 @@ enum MHDCallbacks {
             return yes
         }
         guard let mhdResponse else { return no }
-        for (name, value) in response.headers {
-            _ = MHD_add_response_header(mhdResponse, name, value)
-        }
+        add(response.headers, to: mhdResponse)
         if core.isShuttingDown {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         let result = MHD_queue_response(connection, status, mhdResponse)
         MHD_destroy_response(mhdResponse)
         return result
+    }
+
+    /// A libmicrohttpd response holding a copy of `body`, with `headers`.
+    static func makeResponse(body: [UInt8], headers: HTTPHeaders = HTTPHeaders()) -> OpaquePointer? {
+        let response = body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        if let response { add(headers, to: response) }
+        return response
+    }
+
+    static func add(_ headers: HTTPHeaders, to response: OpaquePointer) {
+        for (name, value) in headers {
+            _ = MHD_add_response_header(response, name, value)
+        }
     }
 
     // MARK: Streams

@@ -112,6 +112,11 @@ extension Problem {
         case 431:
             return Problem(status: 431, kind: "headers-too-large", title: "Request Header Fields Too Large",
                            detail: detail)
+        case 414:
+            return Problem(status: 414, kind: "uri-too-long", title: "URI Too Long", detail: detail)
+        case 505:
+            return Problem(status: 505, kind: "http-version-not-supported", title: "HTTP Version Not Supported",
+                           detail: detail)
         case 503:
             return Problem(status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
                            retryAfter: 1)

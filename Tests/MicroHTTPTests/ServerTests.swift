@@ -66,6 +66,18 @@ import Testing
         #expect(result.output == "custom 413: Request body too large")
     }
 
+    @Test func errorResponseBuilderAnswersForLibmicrohttpdsOwnRefusals() async throws {
+        let server = try startServer({
+            $0.maxHeaderSize = 2048
+            $0.errorResponse = { status, detail in .text("custom \(status): \(detail)", status: status) }
+        }, router: Self.router())
+        defer { server.shutdown() }
+        let base = "http://127.0.0.1:\(server.port)"
+        // Far beyond the connection's memory: libmicrohttpd refuses it before any handler runs.
+        let huge = try await Clients.curl(["-H", "X-Big: \(String(repeating: "b", count: 40_000))", "\(base)/hello"])
+        #expect(huge.output == "custom 431: Your HTTP header was too big for the memory constraints of this webserver.")
+    }
+
     @Test func headersOverLimitAre431() async throws {
         let server = try startServer({ $0.maxHeaderSize = 2048 }, router: Self.router())
         defer { server.shutdown() }
