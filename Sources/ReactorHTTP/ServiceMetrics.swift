@@ -81,7 +81,7 @@ final class RouteMetrics: Sendable {
     private let duration: Metrics.Timer
     /// The counter of the first status the route answered (almost every answer: 202 for
     /// actions, 200 for reads), read without a lock.
-    private let usual = AtomicLazyReference<StatusCounter>()
+    private let usual = SetOnceReference<StatusCounter>()
     /// A route answers with a handful of statuses: a short list beats hashing.
     private let counters = Locked<[StatusCounter]>([])
 

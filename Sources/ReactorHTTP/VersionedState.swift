@@ -1,5 +1,5 @@
+import Locking
 import MicroHTTP
-import Synchronization
 
 /// One published state of an instance with its version, encoded to JSON lazily — at most once,
 /// by whichever subscriber or request needs it first — and then shared by all of them.
@@ -38,9 +38,9 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     private let state: State
     /// Set once, by the first reader; kept inline so a published state costs one allocation
     /// until somebody reads it.
-    private let encoded = AtomicLazyReference<EncodedState>()
+    private let encoded = SetOnceReference<EncodedState>()
     /// Set once, by the first request that reads this version.
-    private let snapshot = AtomicLazyReference<InstanceSnapshot>()
+    private let snapshot = SetOnceReference<InstanceSnapshot>()
 
     init(version: UInt64, state: State) {
         self.version = version
