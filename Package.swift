@@ -65,7 +65,7 @@ let package = Package(
         // with posix_spawn and ends them by PID.
         .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
         .target(name: "ProcessSpawning", dependencies: ["CProcessSpawning", "Locking"], path: "Tests/ProcessSpawning"),
-        .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning"]),
+        .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "Locking"]),
         .testTarget(
             name: "ReactorCoreTests",
             dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples", "Locking"]

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Glibc
 import ProcessSpawning
 import Testing
@@ -20,18 +21,24 @@ import Testing
     /// A Dispatch worker thread blocks SIGTERM, and a child inherits its spawner's mask; the
     /// launcher clears it, so SIGTERM still ends the child.
     @Test func sigtermEndsAChildSpawnedFromAThreadThatBlocksIt() async throws {
-        let spawned: Result<SpawnedProcess, SpawnFailure> = await withCheckedContinuation { continuation in
+        // Handed over through a lock rather than the continuation alone: ThreadSanitizer cannot
+        // see the ordering a continuation's resume gives (the concurrency runtime is not
+        // instrumented), so it would report the process's fields as racing.
+        let spawned = Locked<Result<SpawnedProcess, SpawnFailure>?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread.detachNewThread {
                 var terminate = sigset_t()
                 sigemptyset(&terminate)
                 sigaddset(&terminate, SIGTERM)
                 pthread_sigmask(SIG_BLOCK, &terminate, nil)
-                continuation.resume(returning: Result { () throws(SpawnFailure) in
+                let result = Result { () throws(SpawnFailure) in
                     try SpawnedProcess(executable: "/bin/sleep", arguments: ["30"])
-                })
+                }
+                spawned.withLock { $0 = result }
+                continuation.resume()
             }
         }
-        let process = try spawned.get()
+        let process = try #require(spawned.withLock { $0 }).get()
         process.signal(SIGTERM)
         #expect(await process.waitForExit() == .signalled(SIGTERM))
     }
