@@ -148,6 +148,10 @@ public final class HTTPStream: Sendable {
             case .again:
                 continue
             case .ask(let source):
+                // Read before the source is asked: a source that answers `.idle` may have looked
+                // at `isShuttingDown` just before shutdown began, so the answer counts as final
+                // only when shutdown had begun before it was asked.
+                let shuttingDownBeforeAsking = server.isShuttingDown
                 switch source.nextChunk(for: self) {
                 case .bytes(let bytes) where !bytes.isEmpty:
                     state.withLock { state in
@@ -159,6 +163,9 @@ public final class HTTPStream: Sendable {
                     return -1
                 case .idle, .bytes:
                     if server.isShuttingDown {
+                        // Shutdown began while the source was answering: ask once more, so it
+                        // can send its final bytes.
+                        if !shuttingDownBeforeAsking { continue }
                         state.withLock { $0.ended = true }
                         return -1
                     }

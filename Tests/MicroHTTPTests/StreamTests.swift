@@ -79,6 +79,38 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
         #expect(FileManager.default.contents(atPath: output).map(Array.init) == big)
     }
 
+    @Test func aSourceThatAnsweredIdleAsShutdownBeganIsAskedForItsFinalBytes() async throws {
+        /// Says hello; on its next turn starts the server's shutdown and answers `.idle` only once
+        /// shutdown has begun, as a source that looked at `isShuttingDown` a moment too early;
+        /// asked again, it says goodbye and ends.
+        final class LastWords: HTTPStreamSource {
+            let turns = Atomic<Int>(0)
+            let server = Locked<HTTPServer?>(nil)
+            func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
+                switch turns.wrappingAdd(1, ordering: .relaxed).newValue {
+                case 1:
+                    return .bytes(Array("hello\n".utf8))
+                case 2:
+                    let server = self.server.withLock { $0 }
+                    DispatchQueue.global().async { server?.shutdown() }
+                    while !stream.isShuttingDown { sched_yield() }
+                    return .idle
+                case 3:
+                    return .bytes(Array("bye\n".utf8))
+                default:
+                    return .end
+                }
+            }
+            func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {}
+        }
+        let source = LastWords()
+        let server = try startServer { _ in .stream(headers: [:], source: source) }
+        source.server.withLock { $0 = server }
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/last-words"])
+        #expect(result.output == "hello\nbye\n")
+    }
+
     @Test func thousandIdleStreamsReceiveOneBroadcast() async throws {
         let subscribers = Subscribers()
         let server = try startServer(handler: sseHandler(subscribers, initial: []))
