@@ -124,6 +124,19 @@ public final class DrainPool: Sendable {
         pthread_condattr_destroy(&attributes)
     }
 
+    /// Runs once every thread has ended (each holds the core until it returns), so no thread
+    /// can still be using the mutex or the conditions.
+    deinit {
+        pthread_cond_destroy(becameIdle)
+        pthread_cond_destroy(watchdogWake)
+        pthread_cond_destroy(workAvailable)
+        pthread_mutex_destroy(mutex)
+        becameIdle.deallocate()
+        watchdogWake.deallocate()
+        workAvailable.deallocate()
+        mutex.deallocate()
+    }
+
     func withLock<Result>(_ body: (inout PoolState) -> Result) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
