@@ -441,7 +441,13 @@ def test_no_loss_with_reconnecting_subscribers(start_server):
     elapsed = time.monotonic() - started
     final = {}
     for instance in instances:
-        final[instance] = server.request("GET", f"/reactors/{instance}").json()
+        # A 202 means queued: the reactor threads may still be applying the last actions, so read
+        # once the instance reached the version its accepted actions add up to (never past it:
+        # the assertions below check that).
+        def settled(instance=instance):
+            snapshot = server.request("GET", f"/reactors/{instance}").json()
+            return snapshot if snapshot["version"] >= 4 * len(accepted[instance]) else None
+        final[instance] = wait_for(settled, 10, f"{instance} to apply its accepted actions")
     # Each subscriber eventually reaches its instance's final version.
     for subscriber in subscribers:
         target = final[subscriber.instance_id]["version"]
