@@ -142,15 +142,13 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             return (sequence, .caller)
         }
         guard let (sequence, drainer) = accepted else { return nil }
-        switch drainer {
-        case .none:
-            break
-        case .caller:
+        if case .caller = drainer {
+            // The action was not queued: apply it first, then whatever queued up meanwhile.
             let drain = Drain(runtime: self, reactor: reactor, engine: engine)
             drain.applyAction(action, sequence: sequence, entry: 0)
             drain.run()
-        case .pool(let pool):
-            pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
+        } else {
+            drain(drainer, reactor: reactor)
         }
         return ActionReceipt(sequence: sequence)
     }
@@ -235,7 +233,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             // Work queued meanwhile goes to the pool, if there is one, rather than run here.
             let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
             if !drain.run(batchLimit: pool == nil ? .max : 0), let pool {
-                pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
+                self.drain(.pool(pool), reactor: reactor)
             }
         } else if shared.withLock({ $0.isDisposed }) {
             finish?()
