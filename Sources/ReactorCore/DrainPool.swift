@@ -204,8 +204,9 @@ public final class DrainPool: Sendable {
                 if worker.isStalled {
                     worker.isStalled = false
                     turn.setStalled(false)
-                    // A replacement took this thread's place while it was away.
-                    if state.workers.count > size {
+                    // A replacement took this thread's place while it was away: retire if
+                    // enough threads take work without this one (other stalled ones don't).
+                    if state.workers.count(where: { !$0.isStalled }) > size {
                         state.workers.removeAll { $0 === worker }
                         break
                     }

@@ -165,6 +165,32 @@ private func eventually(_ condition: () -> Bool) async throws {
         #expect(stuck.currentState.applied == [2], "the refused action must not have been applied")
     }
 
+    @Test func aThreadBackFromAStallStaysWhenTheOthersAreStalled() async throws {
+        // One thread taking work, at most two: the second stall gets no replacement.
+        let pool = DrainPool(size: 1, maximumThreads: 2, stallTimeout: nil)
+        defer { pool.shutdown() }
+        let first = GatedReactor(), second = GatedReactor(), other = GatedReactor()
+        for reactor in [first, second, other] { reactor.applyActions(on: pool) }
+
+        let firstQueued = first.send(.hold)
+        #expect(await wait(for: first.holding))
+        pool.checkForStalls()
+        pool.checkForStalls()
+        second.send(.hold)
+        #expect(await wait(for: second.holding))
+        pool.checkForStalls()
+        pool.checkForStalls()
+        #expect(pool.threadCount == 2)
+        #expect(pool.stalledThreadCount == 2)
+
+        // The first thread comes back while the other is still stalled: it must keep working.
+        first.gate.signal()
+        await settled(first, firstQueued)
+        other.send(.add(5))
+        try await eventually { other.currentState.total == 5 }
+        second.gate.signal()
+    }
+
     @Test func theWatchdogFindsAStallByItself() async throws {
         let pool = DrainPool(size: 1, stallTimeout: .milliseconds(20))
         defer { pool.shutdown() }
