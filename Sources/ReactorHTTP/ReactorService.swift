@@ -316,7 +316,6 @@ public final class ReactorService: Sendable {
         }
     }
 
-
     fileprivate func finish(_ response: HTTPResponse, scope: RequestScope) -> HTTPResponse {
         var response = response
         cors.decorate(&response, for: scope.request)

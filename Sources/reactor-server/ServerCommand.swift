@@ -31,7 +31,7 @@ struct ServerCommand: ParsableCommand {
     var threads: Int = Environment.value("THREADS", default: 0)
 
     @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, faster but unprotected from a mutate that never returns (REACTOR_THREADS).")
-    var reactorThreads: Int = Environment.value("REACTOR_THREADS", default: ReactorServiceConfiguration.onlineProcessors)
+    var reactorThreads: Int = Environment.value("REACTOR_THREADS", default: HTTPServerConfiguration.activeProcessorCount)
 
     @Option(help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
     var stallTimeoutMs: Int = Environment.value("STALL_TIMEOUT_MS", default: 1000)
