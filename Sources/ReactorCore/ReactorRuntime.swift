@@ -25,8 +25,22 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ///   drainer's writes). No two threads ever use it at once.
     @usableFromInline nonisolated(unsafe) var engine: Engine?
 
+    /// Applies queued work as the drainer (see `Drain.run(batchLimit:)`), after applying `first` if given. Built in
+    /// `init`, which is inlined where the reactor's type is known, so the closure is compiled for
+    /// that type: the rest of the runtime reaches the reactor through generic code, which looks
+    /// up type metadata for every mutation it handles.
+    @usableFromInline let drainSpecialized: @Sendable (_ drain: Drain, _ first: FirstAction?, _ batchLimit: Int) -> Bool
+
+    /// An action the sending thread applies before the queue (see `send`).
+    @usableFromInline typealias FirstAction = (action: R.Action, sequence: UInt64)
+
     /// Creates an idle runtime; it starts on the reactor's first use.
-    public init() {}
+    @inlinable public init() {
+        drainSpecialized = { drain, first, batchLimit in
+            if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
+            return drain.run(batchLimit: batchLimit)
+        }
+    }
 
     deinit {
         let released = shared.withLock { $0.shutDown() }
@@ -144,9 +158,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         guard let (sequence, drainer) = accepted else { return nil }
         if case .caller = drainer {
             // The action was not queued: apply it first, then whatever queued up meanwhile.
-            let drain = Drain(runtime: self, reactor: reactor, engine: engine)
-            drain.applyAction(action, sequence: sequence, entry: 0)
-            drain.run()
+            _ = drainSpecialized(Drain(runtime: self, reactor: reactor, engine: engine), (action, sequence), .max)
         } else {
             drain(drainer, reactor: reactor)
         }
@@ -176,7 +188,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         case .none:
             break
         case .caller:
-            Drain(runtime: self, reactor: reactor, engine: engine!).run()
+            _ = drainSpecialized(Drain(runtime: self, reactor: reactor, engine: engine!), nil, .max)
         case .pool(let pool):
             pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
         }
@@ -232,7 +244,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             receive(initial)
             // Work queued meanwhile goes to the pool, if there is one, rather than run here.
             let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
-            if !drain.run(batchLimit: pool == nil ? .max : 0), let pool {
+            if !drainSpecialized(drain, nil, pool == nil ? .max : 0), let pool {
                 self.drain(.pool(pool), reactor: reactor)
             }
         } else if shared.withLock({ $0.isDisposed }) {
