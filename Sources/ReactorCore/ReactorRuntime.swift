@@ -34,11 +34,18 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// An action the sending thread applies before the queue (see `send`).
     @usableFromInline typealias FirstAction = (action: R.Action, sequence: UInt64)
 
+    /// `enqueue` compiled for the reactor's type, for the same reason as `drainSpecialized`.
+    @usableFromInline let enqueueSpecialized: @Sendable (_ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
+                                                          _ refuseWhenStalled: Bool) -> ActionReceipt?
+
     /// Creates an idle runtime; it starts on the reactor's first use.
     @inlinable public init() {
         drainSpecialized = { drain, first, batchLimit in
             if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
             return drain.run(batchLimit: batchLimit)
+        }
+        enqueueSpecialized = { runtime, action, reactor, refuseWhenStalled in
+            runtime.enqueue(action, reactor: reactor, refuseWhenStalled: refuseWhenStalled)
         }
     }
 
@@ -130,6 +137,11 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// The hot path: enqueue, and drain (or have the pool drain) if nobody else does.
     /// Returns `nil`, queuing nothing, when `refuseWhenStalled` and the reactor is stalled.
     @inlinable func send(_ action: R.Action, reactor: R, refuseWhenStalled: Bool = false) -> ActionReceipt? {
+        enqueueSpecialized(self, action, reactor, refuseWhenStalled)
+    }
+
+    /// `send`'s work, reached through `enqueueSpecialized`.
+    @inlinable func enqueue(_ action: R.Action, reactor: R, refuseWhenStalled: Bool) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
         let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
