@@ -38,8 +38,14 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     @usableFromInline let enqueueSpecialized: @Sendable (_ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
                                                           _ refuseWhenStalled: Bool) -> ActionReceipt?
 
+    /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
+    @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: DrainPool) -> Void
+
     /// Creates an idle runtime; it starts on the reactor's first use.
     @inlinable public init() {
+        scheduleSpecialized = { runtime, reactor, pool in
+            pool.schedule(PooledTurn(runtime: runtime, reactor: reactor, pool: pool))
+        }
         drainSpecialized = { drain, first, batchLimit in
             if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
             return drain.run(batchLimit: batchLimit)
@@ -202,7 +208,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         case .caller:
             _ = drainSpecialized(Drain(runtime: self, reactor: reactor, engine: engine!), nil, .max)
         case .pool(let pool):
-            pool.schedule(PooledTurn(runtime: self, reactor: reactor, pool: pool))
+            scheduleSpecialized(self, reactor, pool)
         }
     }
 
