@@ -19,18 +19,53 @@ enum InstanceID {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Whether `text` could be an id at all (cheap check before a lookup).
-    static func isWellFormed(_ text: String) -> Bool {
-        text.utf8.count == 22 && text.utf8.allSatisfy(isAlphabetByte)
+    /// The 6-bit value of one character of the alphabet; nil for any other byte.
+    static func sextet(_ byte: UInt8) -> UInt64? {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): UInt64(byte - UInt8(ascii: "A"))
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): UInt64(byte - UInt8(ascii: "a")) + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt64(byte - UInt8(ascii: "0")) + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
+    }
+}
+
+/// An id's 22 characters packed into integers (6 bits each, nothing lost), so finding an
+/// instance compares values held in the table instead of following a pointer to each
+/// candidate's text.
+struct InstanceKey: Hashable, Sendable {
+    /// Characters 0..<10.
+    let head: UInt64
+    /// Characters 10..<20.
+    let middle: UInt64
+    /// Characters 20..<22.
+    let tail: UInt16
+
+    /// The key of `text`; nil unless it is 22 characters of the id alphabet.
+    init?(_ text: String) {
+        var text = text
+        let key = text.withUTF8 { bytes -> InstanceKey? in
+            guard bytes.count == 22 else { return nil }
+            var packed: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            for index in 0..<22 {
+                guard let value = InstanceID.sextet(bytes[index]) else { return nil }
+                switch index {
+                case ..<10: packed.0 = packed.0 << 6 | value
+                case ..<20: packed.1 = packed.1 << 6 | value
+                default: packed.2 = packed.2 << 6 | value
+                }
+            }
+            return InstanceKey(head: packed.0, middle: packed.1, tail: UInt16(packed.2))
+        }
+        guard let key else { return nil }
+        self = key
     }
 
-    private static func isAlphabetByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-            return true
-        default:
-            return false
-        }
+    private init(head: UInt64, middle: UInt64, tail: UInt16) {
+        self.head = head
+        self.middle = middle
+        self.tail = tail
     }
 }

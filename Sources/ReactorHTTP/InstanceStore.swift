@@ -1,60 +1,95 @@
 import Locking
+import Synchronization
 
 /// The live instances, by id. Nothing lists them: an instance is reachable only by its id.
+///
+/// The table is split into shards by id, each with its own lock, so requests for different
+/// instances on different threads do not take turns on one lock (ids are random, so instances
+/// spread evenly).
 final class InstanceStore: Sendable {
-    private let instances = Locked<[String: any HostedInstance]>([:])
+    private typealias Shard = Locked<[InstanceKey: any HostedInstance]>
+    private static let shardCount = 64
+    private let shards: [Shard]
+    /// Live instances plus creations under way, so the limit holds across shards.
+    private let reserved = Atomic<Int>(0)
     /// The most instances held at once.
     let limit: Int
 
     init(limit: Int) {
         self.limit = limit
+        self.shards = (0..<Self.shardCount).map { _ in Shard([:]) }
     }
 
     /// How many instances are live.
-    var count: Int { instances.withLock { $0.count } }
+    var count: Int { reserved.load(ordering: .relaxed) }
+
+    private func shard(_ key: InstanceKey) -> Shard {
+        shards[Int(truncatingIfNeeded: key.middle) & (Self.shardCount - 1)]
+    }
 
     /// Creates an instance with a fresh id, unless the store is full.
     func create(_ make: (String) -> any HostedInstance) throws(Problem) -> any HostedInstance {
-        guard count < limit else { throw Problem.tooManyInstances(limit: limit) }
-        var id = InstanceID.make()
-        while instances.withLock({ $0[id] != nil }) { id = InstanceID.make() }
-        let instance = make(id)
-        let accepted = instances.withLock { instances -> Bool in
-            guard instances.count < limit else { return false }
-            instances[id] = instance
-            return true
-        }
-        guard accepted else {
-            instance.dispose(.deleted)
+        guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
+            reserved.wrappingSubtract(1, ordering: .relaxed)
             throw Problem.tooManyInstances(limit: limit)
         }
-        return instance
+        while true {
+            let id = InstanceID.make()
+            // `make()` writes 22 characters of the alphabet, which always have a key.
+            guard let key = InstanceKey(id), shard(key).withLock({ $0[key] == nil }) else { continue }
+            let instance = make(id)
+            let stored = shard(key).withLock { instances -> Bool in
+                guard instances[key] == nil else { return false }
+                instances[key] = instance
+                return true
+            }
+            if stored { return instance }
+            // Another creation drew the same 128 bits in between: practically never.
+            instance.dispose(.deleted)
+        }
     }
 
     /// The instance with this id, if it is live.
     func instance(_ id: String) -> (any HostedInstance)? {
-        instances.withLock { $0[id] }
+        guard let key = InstanceKey(id) else { return nil }
+        return shard(key).withLock { $0[key] }
     }
 
     /// Removes and returns the instance with this id.
     func remove(_ id: String) -> (any HostedInstance)? {
-        instances.withLock { $0.removeValue(forKey: id) }
+        guard let key = InstanceKey(id) else { return nil }
+        let removed = shard(key).withLock { $0.removeValue(forKey: key) }
+        if removed != nil { reserved.wrappingSubtract(1, ordering: .relaxed) }
+        return removed
     }
 
     /// Removes and returns the instances idle since before `cutoff` with no open event stream.
     func removeIdle(before cutoff: UInt64) -> [any HostedInstance] {
-        instances.withLock { instances in
-            let idle = instances.values.filter { $0.lastActivity < cutoff && $0.timeline.subscriberCount == 0 }
-            for instance in idle { instances.removeValue(forKey: instance.id) }
-            return idle
+        var idle: [any HostedInstance] = []
+        for shard in shards {
+            shard.withLock { instances in
+                let keys = instances.compactMap { key, instance in
+                    instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 ? key : nil
+                }
+                for key in keys {
+                    if let instance = instances.removeValue(forKey: key) { idle.append(instance) }
+                }
+            }
         }
+        reserved.wrappingSubtract(idle.count, ordering: .relaxed)
+        return idle
     }
 
     /// Removes and returns every instance.
     func removeAll() -> [any HostedInstance] {
-        instances.withLock { instances in
-            defer { instances.removeAll() }
-            return Array(instances.values)
+        var all: [any HostedInstance] = []
+        for shard in shards {
+            shard.withLock { instances in
+                all.append(contentsOf: instances.values)
+                instances.removeAll()
+            }
         }
+        reserved.wrappingSubtract(all.count, ordering: .relaxed)
+        return all
     }
 }

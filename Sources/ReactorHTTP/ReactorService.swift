@@ -227,7 +227,7 @@ public final class ReactorService: Sendable {
 
     private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
         let id = request.pathParameters["id"] ?? ""
-        guard InstanceID.isWellFormed(id), let instance = store.instance(id) else {
+        guard let instance = store.instance(id) else {
             throw Problem.noSuchInstance(id)
         }
         return instance
