@@ -94,8 +94,10 @@ ROWS = [
     ("5", "RSS per instance", "instance_bytes", "bytes", 1, "", None),
     ("5", "instances created per second", "create_per_s", "/s", 1, "", None),
     ("5", "POST action on one instance, 64 conns", "one_rps", "req/s", 1, "", None),
+    ("5", "  server CPU per request", "one_cpu_us", "µs", 1, "", None),
     ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one",
      None),
+    ("5", "  server CPU per request", "spread_cpu_us", "µs", 1, "", None),
     ("6", "cold start to first 200 (median)", "coldstart_median_ms", "ms", 1, "", None),
 ]
 
@@ -139,8 +141,10 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
     if metric == "spread_rps":
         one = mean("one_rps", "RS")
         r = ratio(rs, one)
-        met = "" if r is None else (f"{'yes' if r >= 0.9 else 'no'} (RS {r:.2f}×; HB "
-                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×)")
+        cost = ratio(mean("spread_cpu_us", "RS"), mean("one_cpu_us", "RS"))
+        cost_text = "" if cost is None else f"; RS CPU per request {cost:.2f}× one's"
+        met = "" if r is None else (f"{'yes' if r >= 0.9 else '**no**'} (RS {r:.2f}×; HB "
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text})")
     elif check is not None:
         ok = check(rs, c, hb)
         met = "" if ok is None else ("yes" if ok else "**no**")
