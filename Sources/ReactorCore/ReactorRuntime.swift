@@ -25,10 +25,13 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ///   drainer's writes). No two threads ever use it at once.
     @usableFromInline nonisolated(unsafe) var engine: Engine?
 
-    /// Applies queued work as the drainer (see `Drain.run(batchLimit:)`), after applying `first` if given. Built in
-    /// `init`, which is inlined where the reactor's type is known, so the closure is compiled for
-    /// that type: the rest of the runtime reaches the reactor through generic code, which looks
-    /// up type metadata for every mutation it handles.
+    /// Applies `first` if given, then queued work as the drainer (see `Drain.run(batchLimit:)`).
+    ///
+    /// This and the two closures below are built in `init`, which is inlined where the reactor's
+    /// type is known (`let runtime = ReactorRuntime<MyReactor>()`), so they are compiled for that
+    /// type. The rest of the runtime reaches the reactor through generic code, which would look up
+    /// type metadata for every mutation it handles. Built in generic code instead, they still
+    /// work, only unspecialised.
     @usableFromInline let drainSpecialized: @Sendable (_ drain: Drain, _ first: FirstAction?, _ batchLimit: Int) -> Bool
 
     /// An action the sending thread applies before the queue (see `send`).
@@ -268,10 +271,15 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         } else if shared.withLock({ $0.isDisposed }) {
             finish?()
         }
-        return ObservationToken { [weak self] in self?.removeObserver(id) }
+        // The token holds the shared state, not the runtime: a weak reference would give the
+        // runtime a side table, and every retain of it would then take the slow path (one more
+        // cache miss per action when instances are many). Once the runtime is gone the shared
+        // state holds no observers, so keeping it alive is harmless.
+        let shared = self.shared
+        return ObservationToken { Self.removeObserver(id, from: shared) }
     }
 
-    @usableFromInline func removeObserver(_ id: UInt64) {
+    @usableFromInline static func removeObserver(_ id: UInt64, from shared: Locked<SharedState>) {
         shared.withLock { shared in
             shared.waitingObservers[id] = nil
             shared.observers.removeAll { $0.id == id }
@@ -292,8 +300,10 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             finish?()
             return ObservationToken {}
         }
-        return ObservationToken { [weak self] in
-            self?.shared.withLock { $0.errorObservers.removeAll { $0.id == id } }
+        // Holds the shared state rather than a weak runtime, as in `addObserver`.
+        let shared = self.shared
+        return ObservationToken {
+            shared.withLock { $0.errorObservers.removeAll { $0.id == id } }
         }
     }
 
