@@ -40,7 +40,8 @@ public protocol Reactor: AnyObject, Sendable {
 
     /// Storage the runtime needs. Declare it as a constant naming the class itself:
     /// `let runtime = ReactorRuntime<CounterReactor>()` (Swift does not allow `Self` in a stored
-    /// property's initialiser).
+    /// property's initialiser). Created there, where the type is known, the runtime's hot paths
+    /// are compiled for the reactor.
     var runtime: ReactorRuntime<Self> { get }
 
     /// The mutations an action produces, with their side effects. Called once per action, on
