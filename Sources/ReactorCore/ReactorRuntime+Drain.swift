@@ -59,8 +59,7 @@ extension ReactorRuntime {
 
         @usableFromInline func run() {
             // The turn is queued only by the thread holding the drainer role, so it holds it now.
-            let drain = Drain(runtime: runtime, reactor: reactor, engine: runtime.engine!)
-            if !runtime.drainSpecialized(drain, nil, Self.batchesPerTurn) { pool.schedule(self) }
+            if !runtime.drainSpecialized(runtime, reactor, nil, Self.batchesPerTurn) { pool.schedule(self) }
         }
 
         @usableFromInline func setStalled(_ stalled: Bool) { runtime.setStalled(stalled) }

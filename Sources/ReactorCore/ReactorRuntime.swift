@@ -32,7 +32,8 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// type. The rest of the runtime reaches the reactor through generic code, which would look up
     /// type metadata for every mutation it handles. Built in generic code instead, they still
     /// work, only unspecialised.
-    @usableFromInline let drainSpecialized: @Sendable (_ drain: Drain, _ first: FirstAction?, _ batchLimit: Int) -> Bool
+    @usableFromInline let drainSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ first: FirstAction?,
+                                                        _ batchLimit: Int) -> Bool
 
     /// An action the sending thread applies before the queue (see `send`).
     @usableFromInline typealias FirstAction = (action: R.Action, sequence: UInt64)
@@ -49,7 +50,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         scheduleSpecialized = { runtime, reactor, pool in
             pool.schedule(PooledTurn(runtime: runtime, reactor: reactor, pool: pool))
         }
-        drainSpecialized = { drain, first, batchLimit in
+        drainSpecialized = { runtime, reactor, first, batchLimit in
+            // Only the thread holding the drainer role calls this, so it may use the engine.
+            let drain = Drain(runtime: runtime, reactor: reactor, engine: runtime.engine!)
             if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
             return drain.run(batchLimit: batchLimit)
         }
@@ -179,7 +182,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         guard let (sequence, drainer) = accepted else { return nil }
         if case .caller = drainer {
             // The action was not queued: apply it first, then whatever queued up meanwhile.
-            _ = drainSpecialized(Drain(runtime: self, reactor: reactor, engine: engine), (action, sequence), .max)
+            _ = drainSpecialized(self, reactor, (action, sequence), .max)
         } else {
             drain(drainer, reactor: reactor)
         }
@@ -209,7 +212,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         case .none:
             break
         case .caller:
-            _ = drainSpecialized(Drain(runtime: self, reactor: reactor, engine: engine!), nil, .max)
+            _ = drainSpecialized(self, reactor, nil, .max)
         case .pool(let pool):
             scheduleSpecialized(self, reactor, pool)
         }
@@ -264,8 +267,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         if let initial {
             receive(initial)
             // Work queued meanwhile goes to the pool, if there is one, rather than run here.
-            let drain = Drain(runtime: self, reactor: reactor, engine: engine!)
-            if !drainSpecialized(drain, nil, pool == nil ? .max : 0), let pool {
+            if !drainSpecialized(self, reactor, nil, pool == nil ? .max : 0), let pool {
                 self.drain(.pool(pool), reactor: reactor)
             }
         } else if shared.withLock({ $0.isDisposed }) {
