@@ -36,7 +36,7 @@ final class InstanceStore: Sendable {
         while true {
             let id = InstanceID.make()
             // `make()` writes 22 characters of the alphabet, which always have a key.
-            guard let key = InstanceKey(id), shard(key).withLock({ $0[key] == nil }) else { continue }
+            guard let key = InstanceKey(id) else { continue }
             let instance = make(id)
             let stored = shard(key).withLock { instances -> Bool in
                 guard instances[key] == nil else { return false }
@@ -44,7 +44,7 @@ final class InstanceStore: Sendable {
                 return true
             }
             if stored { return instance }
-            // Another creation drew the same 128 bits in between: practically never.
+            // An instance already has these 128 bits: practically never.
             instance.dispose(.deleted)
         }
     }
