@@ -56,10 +56,15 @@ import Testing
         #expect(fits.output == "chunked ok")
     }
 
+    /// An error builder whose answers the tests can tell from the server's own.
+    private static let customErrorResponse: @Sendable (Int, String) -> HTTPResponse = { status, detail in
+        .text("custom \(status): \(detail)", status: status)
+    }
+
     @Test func errorResponseBuilderIsUsed() async throws {
         let server = try startServer({
             $0.maxBodySize = 10
-            $0.errorResponse = { status, detail in .text("custom \(status): \(detail)", status: status) }
+            $0.errorResponse = Self.customErrorResponse
         }, router: Self.router())
         defer { server.shutdown() }
         let result = try await Clients.curl(["--data-binary", String(repeating: "z", count: 100), "http://127.0.0.1:\(server.port)/echo"])
@@ -69,7 +74,7 @@ import Testing
     @Test func errorResponseBuilderAnswersForLibmicrohttpdsOwnRefusals() async throws {
         let server = try startServer({
             $0.maxHeaderSize = 2048
-            $0.errorResponse = { status, detail in .text("custom \(status): \(detail)", status: status) }
+            $0.errorResponse = Self.customErrorResponse
         }, router: Self.router())
         defer { server.shutdown() }
         let base = "http://127.0.0.1:\(server.port)"
