@@ -48,10 +48,8 @@ struct EventStreamTests {
         }
         #expect(accepted == 6400)
 
-        let final = try await client.get("/reactors/\(id)")
-        #expect((final.json["state"] as? [String: Any])?["value"] as? Int == 6400)
-        #expect(final.json["version"] as? Int == 25_600)
-
+        // A 202 means queued: the reactor threads may still be applying the last actions when the
+        // last reply arrives, so the state is read once the streams have seen the final version.
         for subscriber in subscribers {
             let events = await subscriber.wait { $0.last?.version == 25_600 }
             let versions = events.compactMap(\.version)
@@ -59,6 +57,10 @@ struct EventStreamTests {
             #expect(zip(versions, versions.dropFirst()).allSatisfy { $0 < $1 }, "versions strictly increase")
             #expect(events.last?.json["value"] as? Int == 6400)
         }
+
+        let final = try await client.get("/reactors/\(id)")
+        #expect((final.json["state"] as? [String: Any])?["value"] as? Int == 6400)
+        #expect(final.json["version"] as? Int == 25_600)
     }
 
     @Test func reconnectingWithLastEventIDReplaysMissedVersions() async throws {
@@ -91,6 +93,10 @@ struct EventStreamTests {
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
         for _ in 0..<5 { _ = try await client.post("/reactors/\(id)/actions", #""increase""#) }
+        // A 202 means queued: resume once the fifth action's last version is published.
+        let applied = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events")
+        await applied.wait { $0.last?.version == 20 }
+        applied.stop()
         let resumed = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
                                             headers: ["Last-Event-ID": "2"])
         let events = await resumed.wait { !$0.isEmpty }
