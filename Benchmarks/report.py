@@ -95,6 +95,8 @@ ROWS = [
     ("5", "instances created per second", "create_per_s", "/s", 1, "", None),
     ("5", "POST action on one instance, 64 conns", "one_rps", "req/s", 1, "", None),
     ("5", "  server CPU per request", "one_cpu_us", "µs", 1, "", None),
+    ("5", "POST action spread over 100 of them", "few_rps", "req/s", 1, "", None),
+    ("5", "  server CPU per request", "few_cpu_us", "µs", 1, "", None),
     ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one",
      None),
     ("5", "  server CPU per request", "spread_cpu_us", "µs", 1, "", None),
@@ -143,8 +145,12 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
         r = ratio(rs, one)
         cost = ratio(mean("spread_cpu_us", "RS"), mean("one_cpu_us", "RS"))
         cost_text = "" if cost is None else f"; RS CPU per request {cost:.2f}× one's"
+        few = ratio(rs, mean("few_rps", "RS"))
+        few_cost = ratio(mean("spread_cpu_us", "RS"), mean("few_cpu_us", "RS"))
+        few_text = "" if few is None or few_cost is None else \
+            f"; against 100 of them: RS {few:.2f}×, CPU per request {few_cost:.2f}×"
         met = "" if r is None else (f"{'yes' if r >= 0.9 else '**no**'} (RS {r:.2f}×; HB "
-                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text})")
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text})")
     elif check is not None:
         ok = check(rs, c, hb)
         met = "" if ok is None else ("yes" if ok else "**no**")
