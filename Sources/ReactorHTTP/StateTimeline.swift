@@ -10,7 +10,11 @@ enum StreamEndReason: String, Sendable {
 /// The states an instance has published, as its event streams see them: the latest, a bounded
 /// history for `Last-Event-ID` replay, and the subscribers to wake when either changes.
 /// A publisher only stores and wakes; each subscriber pulls (and so conflates) at its own pace.
-final class StateTimeline: Sendable {
+///
+/// A value type over one locked allocation, so an instance holds it inline: publishing a state
+/// touches one object fewer than a class would (it matters when instances are many and cold).
+/// Copies share the same timeline.
+struct StateTimeline: Sendable {
     private struct Storage {
         var latest: any VersionedState
         var history: StateHistory
