@@ -77,29 +77,28 @@ enum ActionDecoding {
 /// to an action coded by its `String` raw value (what synthesized Codable does for such enums):
 /// no Foundation decoder. Whether `Action` has a `String` raw value is looked up once, when the
 /// decoder is made, not per request. Strings with escapes take the decoder's path.
+///
+/// It holds only a metatype: no allocation per instance, and nothing reference-counted to touch
+/// per request.
 struct RawValueDecoder<Action>: Sendable {
-    private let make: (@Sendable (String) -> Action?)?
+    private let rawType: (any (RawRepresentable<String> & Sendable).Type)?
 
     init(_ type: Action.Type) {
-        if let rawType = type as? any (RawRepresentable<String> & Sendable).Type {
-            make = Self.maker(rawType)
-        } else {
-            make = nil
-        }
-    }
-
-    private static func maker<Raw: RawRepresentable<String> & Sendable>(_ rawType: Raw.Type) -> @Sendable (String) -> Action? {
-        { text in Raw(rawValue: text) as? Action }
+        rawType = type as? any (RawRepresentable<String> & Sendable).Type
     }
 
     func decode(_ body: [UInt8]) -> Action? {
-        guard let make, body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\"") else {
+        guard let rawType, body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\"") else {
             return nil
         }
         let inner = body.dropFirst().dropLast()
         guard !inner.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 < 0x20 }) else {
             return nil
         }
-        return make(String(decoding: inner, as: UTF8.self))
+        return Self.make(rawType, from: String(decoding: inner, as: UTF8.self))
+    }
+
+    private static func make<Raw: RawRepresentable<String>>(_ rawType: Raw.Type, from text: String) -> Action? {
+        Raw(rawValue: text) as? Action
     }
 }
