@@ -6,11 +6,34 @@ import CMicroHTTPD
 /// structures and buffers were allocated on many threads) the process's RSS would otherwise stay
 /// at its peak. `malloc_trim` returns whole free pages of every arena; it runs only when the
 /// arenas hold at least ``threshold`` bytes free, so a steady server does not pay for it.
+///
+/// Looking is not free either: `mallinfo2` walks the whole heap, which takes milliseconds once it
+/// holds hundreds of megabytes (100,000 instances). So the wait before the next look grows with
+/// what the last one took (see ``wait(afterLookTaking:)``).
 enum MemoryTrim {
     /// Free heap bytes worth trimming.
     static let threshold = 1 << 20
-    /// How often the server looks.
+    /// The shortest wait between looks.
     static let period: Duration = .seconds(2)
+    /// The longest wait between looks.
+    static let longestPeriod: Duration = .seconds(20)
+    /// The wait before the next look is at least this many times what the last look took, so
+    /// looking costs at most 0.2 % of one core.
+    static let costFactor = 500
+
+    /// Looks (and trims if worthwhile); returns how long to wait before the next look.
+    static func look() -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        trimIfWorthwhile()
+        return wait(afterLookTaking: clock.now - start)
+    }
+
+    /// The wait after a look that took `spent`: ``period`` for a small heap, ``costFactor`` times
+    /// `spent` for a large one, never more than ``longestPeriod``.
+    static func wait(afterLookTaking spent: Duration) -> Duration {
+        min(max(period, spent * costFactor), longestPeriod)
+    }
 
     /// Trims when enough heap is free; returns whether it did.
     @discardableResult

@@ -91,12 +91,13 @@ final class ServerCore: Sendable {
 
     // MARK: Memory
 
-    /// Starts the periodic ``MemoryTrim`` check (once per server).
+    /// Starts the periodic ``MemoryTrim`` check (once per server), spaced as ``MemoryTrim/look()`` says.
     func startMemoryTrimmer() {
         let task = Task.detached(priority: .utility) {
+            var wait = MemoryTrim.period
             while !Task.isCancelled {
-                do { try await Task.sleep(for: MemoryTrim.period) } catch { return }
-                MemoryTrim.trimIfWorthwhile()
+                do { try await Task.sleep(for: wait) } catch { return }
+                wait = MemoryTrim.look()
             }
         }
         let previous = registry.withLock { registry -> Task<Void, Never>? in
