@@ -107,8 +107,9 @@ struct StateHistory {
     func states(after version: UInt64) -> [any VersionedState]? {
         guard let oldest = ring.isEmpty ? nil : ring[start] else { return nil }
         let newest = ring[(start + ring.count - 1) % ring.count]
-        // Too old to replay, or a version this instance never published: a fresh snapshot.
-        guard version + 1 >= oldest.version, version <= newest.version else { return nil }
+        // A version this instance never published, or too old to replay: a fresh snapshot.
+        // (In this order: `version + 1` cannot overflow once `version` is at most the newest.)
+        guard version <= newest.version, version + 1 >= oldest.version else { return nil }
         var result: [any VersionedState] = []
         for offset in 0..<ring.count {
             let state = ring[(start + offset) % ring.count]

@@ -106,6 +106,13 @@ struct EventStreamTests {
                                                   headers: ["Last-Event-ID": "999"])
         let snapshot = await fromTheFuture.wait { !$0.isEmpty }
         #expect(snapshot.compactMap(\.version) == [20])
+
+        // The largest version there is: a snapshot too (it used to overflow and stop the server).
+        let fromTheEnd = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
+                                               headers: ["Last-Event-ID": String(UInt64.max)])
+        let last = await fromTheEnd.wait { !$0.isEmpty }
+        #expect(last.compactMap(\.version) == [20])
+        #expect(try await client.get("/healthz").status == 200)
     }
 
     @Test func aMessageSaidInOneRoomInstanceReachesAnother() async throws {
