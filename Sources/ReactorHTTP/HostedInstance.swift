@@ -55,12 +55,12 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())
-        self.timeline = StateTimeline(
-            initial: EncodedOnDemand(version: 0, state: reactor.currentState),
+        let (timeline, publisher) = StateTimeline.make(
+            initial: reactor.currentState,
             historyCapacity: context.historyCapacity,
             subscriberLimit: context.subscriberLimit
         )
-        let timeline = self.timeline
+        self.timeline = timeline
         let metrics = context.metrics
         let logger = context.logger
         let instanceID = id
@@ -76,10 +76,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 }
             }
         }
-        // The class is looked up once here rather than for every published state.
-        let encodedState = EncodedOnDemand<R.State>.self
         let stateToken = reactor.observe { update in
-            timeline.publish(encodedState.init(version: update.version, state: update.state))
+            publisher.publish(update.state, version: update.version)
         }
         let errorToken = reactor.observeErrors { failure in
             metrics.mutationFailed()

@@ -16,8 +16,8 @@ enum StreamEndReason: String, Sendable {
 /// Copies share the same timeline.
 struct StateTimeline: Sendable {
     private struct Storage {
-        var latest: any VersionedState
-        var history: StateHistory
+        /// The published states: the latest and the history (see ``TypedStateLog``).
+        let log: any StateLog
         var subscribers: [EventSubscriber] = []
         /// Where each subscriber sits in `subscribers`, so one leaves in constant time even when
         /// thousands of streams close together.
@@ -29,31 +29,31 @@ struct StateTimeline: Sendable {
     /// The most event streams one instance may have open at once.
     let subscriberLimit: Int
 
-    init(initial: any VersionedState, historyCapacity: Int, subscriberLimit: Int) {
-        var history = StateHistory(capacity: historyCapacity)
-        history.append(initial)
-        storage = Locked(Storage(latest: initial, history: history))
+    /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
+    /// publisher that adds states to `log`.
+    init(log: any StateLog, subscriberLimit: Int) {
+        storage = Locked(Storage(log: log))
         self.subscriberLimit = subscriberLimit
     }
 
     /// The latest state and, once the instance is gone, why its streams end.
     var current: (latest: any VersionedState, endReason: StreamEndReason?) {
-        storage.withLock { ($0.latest, $0.endReason) }
+        storage.withLock { ($0.log.newest(), $0.endReason) }
     }
 
     /// The latest state.
-    var latest: any VersionedState { storage.withLock { $0.latest } }
+    var latest: any VersionedState { storage.withLock { $0.log.newest() } }
 
     /// How many event streams are open on this instance.
     var subscriberCount: Int { storage.withLock { $0.subscribers.count } }
 
-    /// Stores a newly published state and wakes every subscriber. Versions that are not newer
-    /// than the latest are ignored, so the stream's versions only increase.
-    func publish(_ state: any VersionedState) {
+    /// Has `store` add a newly published state to the log (under the lock) and wakes every
+    /// subscriber. Versions that are not newer than the latest are ignored, so the stream's
+    /// versions only increase. Called by ``StatePublisher``, which holds the log's typed end.
+    func publish(version: UInt64, store: () -> Void) {
         let subscribers: [EventSubscriber]? = storage.withLock { storage in
-            guard state.version > storage.latest.version, storage.endReason == nil else { return nil }
-            storage.latest = state
-            storage.history.append(state)
+            guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
+            store()
             return storage.subscribers.isEmpty ? nil : storage.subscribers
         }
         subscribers?.forEach { $0.wake() }
@@ -67,7 +67,7 @@ struct StateTimeline: Sendable {
 
     /// The states after `version` for replay, or nil when the history no longer holds them all.
     func states(after version: UInt64) -> [any VersionedState]? {
-        storage.withLock { $0.history.states(after: version) }
+        storage.withLock { $0.log.states(after: version) }
     }
 
     /// Adds a subscriber, unless the instance is gone or at its limit.

@@ -78,7 +78,7 @@ import Testing
 private final class FakeInstance: HostedInstance {
     let id: String
     let typeName = "fake"
-    let timeline = StateTimeline(initial: EncodedOnDemand(version: 0, state: 0), historyCapacity: 1, subscriberLimit: 1)
+    let timeline = StateTimeline.make(initial: 0, historyCapacity: 1, subscriberLimit: 1).timeline
     let lastActivity: UInt64
 
     init(id: String, lastActivity: UInt64 = 0) {

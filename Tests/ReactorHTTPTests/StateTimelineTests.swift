@@ -4,7 +4,7 @@ import Testing
 /// The timeline's subscriber bookkeeping: streams leave in any order, each exactly once.
 @Suite struct StateTimelineTests {
     private func makeTimeline(limit: Int) -> StateTimeline {
-        StateTimeline(initial: EncodedOnDemand(version: 0, state: 0), historyCapacity: 4, subscriberLimit: limit)
+        StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: limit).timeline
     }
 
     private func makeSubscriber(_ timeline: StateTimeline) -> EventSubscriber {
