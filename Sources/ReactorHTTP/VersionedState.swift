@@ -36,8 +36,8 @@ final class InstanceSnapshot: Sendable {
 final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     let version: UInt64
     private let state: State
-    /// Set once, by the first reader; kept inline so a published state costs one allocation
-    /// until somebody reads it.
+    /// Set once, by the first reader that needs the JSON (a `GET`, a stream, a replay); until
+    /// then the object is its only allocation.
     private let encoded = SetOnceReference<EncodedState>()
     /// Set once, by the first request that reads this version.
     private let snapshot = SetOnceReference<InstanceSnapshot>()
