@@ -8,6 +8,8 @@ import Synchronization
 /// One fuzz input. Its first byte picks what it drives:
 ///
 /// - `0`, `1`, `2`: the rest is a body decoded as a Counter, Todo or Search action.
+/// - `3`: the rest is a `Last-Event-ID` for an event stream on the counter, which has published
+///   a few states: the stream is built (it reads the history to plan its replay) but not opened.
 /// - anything else: the rest is a request, `METHOD TARGET` on the first line, `Name: value`
 ///   header lines, an empty line, then the body. `{counter}`, `{todo}` and `{search}` in the
 ///   target stand for live instances' ids.
@@ -24,6 +26,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case 0: checkDecoding(CounterReactor.Action.self, rest)
     case 1: checkDecoding(TodoReactor.Action.self, rest)
     case 2: checkDecoding(SearchReactor.Action.self, rest)
+    case 3: FuzzService.shared.checkResume(lastEventID: rest)
     default: FuzzService.shared.check(rest)
     }
     return 0
@@ -73,6 +76,25 @@ final class FuzzService: Sendable {
             fresh[type] = id
         }
         ids.withLock { $0 = fresh }
+        for _ in 0..<3 {
+            _ = router.handle(HTTPRequest(method: .POST, target: "/reactors/\(fresh["counter"]!)/actions",
+                                          headers: ["Content-Type": "application/json"], body: Array(#""increase""#.utf8)))
+        }
+    }
+
+    /// Whatever the id, planning the resumption must not trap; one that is not a version is a 400.
+    func checkResume(lastEventID input: [UInt8]) {
+        guard let id = ids.withLock({ $0["counter"] }), let instance = service.store.instance(id) else { return }
+        let request = HTTPRequest(method: .GET, target: "/reactors/\(id)/events",
+                                  headers: ["Last-Event-ID": String(decoding: input, as: UTF8.self)], body: [])
+        let lastEventID: UInt64?
+        do {
+            lastEventID = try ReactorService.lastEventID(request)
+        } catch {
+            precondition(error.status == 400, "unexpected problem \(error)")
+            return
+        }
+        _ = EventSubscriber(timeline: instance.timeline, resumingAfter: lastEventID, retryMilliseconds: 1000) {}
     }
 
     func check(_ input: [UInt8]) {
