@@ -41,11 +41,16 @@ def server_binary() -> Path:
 class Server:
     """One reactor-server process this test run started."""
 
+    #: Where servers write their logs: set for each test run by `server_logs`, inside pytest's
+    #: own temporary directory (which keeps only the last few runs).
+    log_directory: Path | None = None
+
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
         binary = server_binary()
         if not binary.is_file():
             pytest.fail(f"no reactor-server binary at {binary}: build it (swift build) or set REACTOR_SERVER_BIN")
-        self.log = tempfile.NamedTemporaryFile(prefix="reactor-server-", suffix=".log", delete=False)
+        self.log = tempfile.NamedTemporaryFile(prefix="reactor-server-", suffix=".log", delete=False,
+                                               dir=Server.log_directory)
         command = [str(binary), "--host", "127.0.0.1", "--port", "0",
                    "--counter-delay-ms", "20", "--search-latency-ms", "20", *args]
         process_env = {key: value for key, value in os.environ.items()
@@ -265,8 +270,14 @@ class EventStream:
         self.connection.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def server_logs(tmp_path_factory):
+    """Keeps the servers' logs with this run's temporary files rather than loose in /tmp."""
+    Server.log_directory = tmp_path_factory.mktemp("server-logs")
+
+
 @pytest.fixture(scope="session")
-def server():
+def server(server_logs):
     """One reactor-server for the whole run (counter delay 20 ms, search latency 20 ms)."""
     instance = Server()
     yield instance
