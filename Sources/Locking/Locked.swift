@@ -32,7 +32,7 @@ package struct Locked<Value>: @unchecked Sendable {
     /// from `body`: it is not recursive.
     @inlinable
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try storage.withUnsafeMutablePointers { value, mutex in
+        try storage.withUnsafeMutablePointers { mutex, value in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)
@@ -40,14 +40,19 @@ package struct Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// The value (as the header) and its mutex (as the single element) of a ``Locked``.
+/// The mutex (as the header) and its value (as the single element) of a ``Locked``.
+///
+/// The mutex comes first so that it shares a cache line with the start of the value, where
+/// types guarded by a lock keep the fields their hot paths use: when many locked values are
+/// cold (one per instance, with thousands of instances), taking the lock and reading those
+/// fields then misses the cache once rather than twice.
 @usableFromInline
-package final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+package final class LockedStorage<Value>: ManagedBuffer<pthread_mutex_t, Value> {
     @inlinable
     static func make(_ value: Value) -> LockedStorage<Value> {
-        let buffer = create(minimumCapacity: 1) { _ in value }
-        buffer.withUnsafeMutablePointerToElements { mutex in
-            mutex.initialize(to: pthread_mutex_t())
+        let buffer = create(minimumCapacity: 1) { _ in pthread_mutex_t() }
+        buffer.withUnsafeMutablePointers { mutex, element in
+            element.initialize(to: value)
             pthread_mutex_init(mutex, nil)
         }
         // `create` returns the dynamic type it was called on.
@@ -55,9 +60,9 @@ package final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> 
     }
 
     deinit {
-        withUnsafeMutablePointerToElements { mutex in
+        withUnsafeMutablePointers { mutex, element in
+            element.deinitialize(count: 1)
             pthread_mutex_destroy(mutex)
-            mutex.deinitialize(count: 1)
         }
     }
 }
