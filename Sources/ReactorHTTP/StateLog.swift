@@ -67,7 +67,7 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         let count = slots.count
         if count < capacity {
             // Not yet full, so not yet wrapped: the ring is `0..<count` in order.
-            if count == allocated { grow(to: min(capacity, count * 2)) }
+            if count == allocated { grow(to: min(capacity, max(8, count * 2))) }
             (states + count).initialize(to: state)
             slots.append(StateLogSlot(version: version))
         } else {
@@ -83,6 +83,7 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         states.deallocate()
         states = grown
         allocated = newAllocated
+        slots.reserveCapacity(newAllocated)
     }
 
     func newest() -> any VersionedState { sharedState(at: newestIndex) }
