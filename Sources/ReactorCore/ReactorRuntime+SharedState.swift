@@ -27,28 +27,32 @@ extension ReactorRuntime {
     }
 
     /// Everything other threads may read or change; always accessed under `shared`'s lock.
+    ///
+    /// The fields every action reads or writes come first, next to the lock's mutex (see
+    /// `LockedStorage`), so that with many cold instances an action misses the cache on as few
+    /// lines of this state as possible; the rest follow.
     @usableFromInline struct SharedState: Sendable {
         @usableFromInline var pending: [Work] = []
+        /// Where queued work is applied; `nil`: by the thread that finds the reactor idle.
+        @usableFromInline var drainPool: DrainPool?
+        @usableFromInline var nextSequence: UInt64 = 0
+        /// Actions up to this sequence have had their immediate mutations applied.
+        @usableFromInline var processedThrough: UInt64 = 0
         @usableFromInline var isDraining = false
         @usableFromInline var isDisposed = false
-        @usableFromInline var nextSequence: UInt64 = 0
-        @usableFromInline var current: StateUpdate<R.State>?
+        @usableFromInline var isStubEnabled = false
+        /// Whether a turn on `drainPool` has run past the pool's stall timeout.
+        @usableFromInline var isStalled = false
         @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
+        @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        @usableFromInline var current: StateUpdate<R.State>?
         @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
         @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
         @usableFromInline var tasks: [UInt64: TaskRecord] = [:]
-        /// Actions up to this sequence have had their immediate mutations applied.
-        @usableFromInline var processedThrough: UInt64 = 0
         /// Waiting tasks per action sequence.
         @usableFromInline var unsettled: [UInt64: Int] = [:]
-        @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
-        @usableFromInline var isStubEnabled = false
         @usableFromInline var stubActions: [R.Action] = []
         @usableFromInline var lastID: UInt64 = 0
-        /// Where queued work is applied; `nil`: by the thread that finds the reactor idle.
-        @usableFromInline var drainPool: DrainPool?
-        /// Whether a turn on `drainPool` has run past the pool's stall timeout.
-        @usableFromInline var isStalled = false
         @usableFromInline var onStall: (@Sendable (Bool) -> Void)?
 
         @usableFromInline mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }

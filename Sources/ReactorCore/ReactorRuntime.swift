@@ -13,9 +13,10 @@ import Synchronization
 /// waiting parts get a task, whose mutations re-enter the same queue. Since there is at most
 /// one drainer, `reduce` is serial and every accepted action is applied exactly once, in order.
 public final class ReactorRuntime<R: Reactor>: Sendable {
-    @usableFromInline let shared = Locked(SharedState())
+    // Stored properties are laid out in this order: the ones every action uses come first, so
+    // that they share as few cache lines as possible.
     @usableFromInline let started = Atomic<Bool>(false)
-    @usableFromInline let startLock = Locked(())
+    @usableFromInline let shared = Locked(SharedState())
 
     /// State only the drainer touches. Safe without a lock because:
     /// - it is set once, under `startLock`, before `started` is stored with release ordering,
@@ -44,6 +45,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
     @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: DrainPool) -> Void
+
+    /// Taken once, to start the runtime.
+    @usableFromInline let startLock = Locked(())
 
     /// Creates an idle runtime; it starts on the reactor's first use.
     @inlinable public init() {

@@ -4,12 +4,12 @@ import Synchronization
 
 /// What every hosted instance shares with its service.
 struct InstanceContext: Sendable {
+    /// Monotonic nanoseconds, for idle expiry. First: every request reads it.
+    var now: @Sendable () -> UInt64
     var historyCapacity: Int
     var subscriberLimit: Int
     var metrics: ServiceMetrics
     var logger: Logger
-    /// Monotonic nanoseconds, for idle expiry.
-    var now: @Sendable () -> UInt64
     /// Where instances' actions are applied; `nil`: on the thread that sends them.
     var drainPool: DrainPool?
     /// How long a call into the reactor may run before the instance counts as stalled.
@@ -39,13 +39,15 @@ protocol HostedInstance: AnyObject, Sendable {
 /// Hosts one reactor: forwards decoded actions to it and mirrors its states and errors into a
 /// `StateTimeline` that event streams and `GET` read.
 final class HostedReactor<R: Reactor>: HostedInstance {
-    let id: String
-    let typeName: String
-    let timeline: StateTimeline
+    // Stored in this order so that what every action and read uses comes first, on as few
+    // cache lines as possible (with many instances, most are cold when a request arrives).
+    private let activity: Atomic<UInt64>
     private let reactor: R
     private let rawValueDecoder = RawValueDecoder(R.Action.self)
     private let context: InstanceContext
-    private let activity: Atomic<UInt64>
+    let timeline: StateTimeline
+    let id: String
+    let typeName: String
     /// The state and error observations; cancelling a token twice is harmless.
     private let observations: [ObservationToken]
 

@@ -132,9 +132,9 @@ public final class ReactorService: Sendable {
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
-        let context = InstanceContext(historyCapacity: configuration.historyCapacity,
+        let context = InstanceContext(now: configuration.now, historyCapacity: configuration.historyCapacity,
                                       subscriberLimit: configuration.maxStreamsPerInstance,
-                                      metrics: metrics, logger: logger, now: configuration.now,
+                                      metrics: metrics, logger: logger,
                                       drainPool: drainPool, stallTimeout: configuration.stallTimeout)
         let instance = try store.create { id in type.host(id, context) }
         metrics.instanceCount(store.count)
