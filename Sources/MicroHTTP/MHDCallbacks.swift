@@ -156,7 +156,11 @@ enum MHDCallbacks {
 
     static func add(_ headers: HTTPHeaders, to response: OpaquePointer) {
         for (name, value) in headers {
-            _ = MHD_add_response_header(response, name, value)
+            // Passing a `String` where C takes a pointer copies a short string (`Content-Type`,
+            // `ETag`) into a new array on the heap; `withCString` copies it to the stack.
+            _ = name.withCString { name in
+                value.withCString { value in MHD_add_response_header(response, name, value) }
+            }
         }
     }
 
