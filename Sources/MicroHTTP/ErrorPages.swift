@@ -27,7 +27,9 @@ enum ErrorPages {
     private static let build: cmhd_error_page_builder = { port, status, detail in
         guard let core = servers.withLock({ $0[port] }) else { return nil }
         let response = core.takeUnretainedValue().configuration.errorResponse(Int(status), String(cString: detail))
-        guard case .bytes(let body) = response.kind else { return nil }
-        return MHDCallbacks.makeResponse(body: body, headers: response.headers)
+        switch response.kind {
+        case .bytes, .prepared: return MHDCallbacks.makeResponse(body: response.body, headers: response.headers)
+        case .stream, .deferred: return nil
+        }
     }
 }

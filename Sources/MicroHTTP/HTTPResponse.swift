@@ -3,14 +3,20 @@ public struct HTTPResponse: Sendable {
     /// How the body is produced.
     enum Body: Sendable {
         case bytes([UInt8])
+        /// Sent as libmicrohttpd's one copy while `status` and `headers` are the prepared ones.
+        case prepared(PreparedResponse)
         case stream(any HTTPStreamSource, HTTPHeartbeat?)
         case deferred(@Sendable (HTTPResponder) -> Void)
     }
 
     /// The status code (100–999; anything else is sent as 500).
-    public var status: Int
+    public var status: Int {
+        didSet { unprepare() }
+    }
     /// Header fields to send. `Content-Length` and `Transfer-Encoding` are set by the server.
-    public var headers: HTTPHeaders
+    public var headers: HTTPHeaders {
+        didSet { unprepare() }
+    }
     var kind: Body
 
     /// A response with a fixed body.
@@ -26,11 +32,25 @@ public struct HTTPResponse: Sendable {
         self.kind = kind
     }
 
+    /// A response sent as libmicrohttpd's one copy of `prepared` (see ``PreparedResponse``).
+    public init(_ prepared: PreparedResponse) {
+        self.init(status: prepared.status, headers: prepared.headers, kind: .prepared(prepared))
+    }
+
+    /// A changed status or header list no longer matches the prepared copy: send the body as an
+    /// ordinary one.
+    private mutating func unprepare() {
+        if case .prepared(let prepared) = kind { kind = .bytes(prepared.body) }
+    }
+
     /// The fixed body; empty for streamed and deferred responses. Setting it makes the body fixed.
     public var body: [UInt8] {
         get {
-            if case .bytes(let bytes) = kind { return bytes }
-            return []
+            switch kind {
+            case .bytes(let bytes): bytes
+            case .prepared(let prepared): prepared.body
+            case .stream, .deferred: []
+            }
         }
         set { kind = .bytes(newValue) }
     }

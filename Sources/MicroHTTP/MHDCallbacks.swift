@@ -120,6 +120,12 @@ enum MHDCallbacks {
         switch response.kind {
         case .bytes(let body):
             mhdResponse = makeResponse(body: body)
+        case .prepared(let prepared):
+            // Shared as it is, unless shutdown must add `Connection: close` to this one.
+            if let shared = prepared.handle, !core.isShuttingDown {
+                return MHD_queue_response(connection, status, shared)
+            }
+            mhdResponse = makeResponse(body: prepared.body)
         case .stream(let source, let heartbeat):
             guard let context else { return no }
             let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection))

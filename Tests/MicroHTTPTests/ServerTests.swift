@@ -194,4 +194,41 @@ import Testing
         let after = try await Clients.curl(["http://127.0.0.1:\(port)/hello"])
         #expect(after.output == "hello")
     }
+
+    @Test func aPreparedResponseIsSentWholeToEveryRequestAndChangedOnesCarryTheirChanges() async throws {
+        let prepared = PreparedResponse(status: 203, headers: ["Content-Type": "application/json", "X-Prepared": "yes"],
+                                        body: Array(#"{"shared":true}"#.utf8))
+        var router = Router()
+        router.add(.GET, "/prepared") { _ in HTTPResponse(prepared) }
+        router.add(.GET, "/changed") { _ in
+            var response = HTTPResponse(prepared)
+            response.headers.add("X-Changed", "1")
+            return response
+        }
+        let server = try startServer(router: router)
+        defer { server.shutdown() }
+        let base = "http://127.0.0.1:\(server.port)"
+        // Two clients at once, 40 requests each over keep-alive connections, all sharing one copy.
+        async let first = Clients.curl(["-s", "-i"] + Array(repeating: "\(base)/prepared", count: 40))
+        async let second = Clients.curl(["-s", "-i"] + Array(repeating: "\(base)/prepared", count: 40))
+        for result in try await [first, second] {
+            let replies = result.output.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(replies.count == 40)
+            for reply in replies {
+                #expect(reply.hasPrefix("203"))
+                #expect(reply.contains("X-Prepared: yes"))
+                #expect(reply.contains("Content-Length: 15"))
+                #expect(reply.hasSuffix(#"{"shared":true}"#))
+            }
+        }
+        let head = try await Clients.curl(["-s", "-I", "\(base)/prepared"])
+        #expect(head.output.hasPrefix("HTTP/1.1 203"))
+        #expect(head.output.contains("Content-Length: 15"))
+        #expect(!head.output.contains("shared"))
+        let changed = try await Clients.curl(["-s", "-i", "\(base)/changed"])
+        #expect(changed.output.hasPrefix("HTTP/1.1 203"))
+        #expect(changed.output.contains("X-Prepared: yes"))
+        #expect(changed.output.contains("X-Changed: 1"))
+        #expect(changed.output.hasSuffix(#"{"shared":true}"#))
+    }
 }
