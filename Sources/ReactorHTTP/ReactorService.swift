@@ -140,10 +140,10 @@ public final class ReactorService: Sendable {
         metrics.instanceCount(store.count)
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
         // Not kept with the state: most instances are never read at their first version.
-        let snapshot = Self.makeSnapshot(instance, instance.timeline.latest)
-        var headers = snapshot.headers
+        let state = instance.timeline.latest
+        var headers = Self.snapshotHeaders(state.version)
         headers["Location"] = "/reactors/\(instance.id)"
-        return HTTPResponse(status: 201, headers: headers, body: snapshot.body)
+        return HTTPResponse(status: 201, headers: headers, body: Self.snapshotBody(instance, state))
     }
 
     private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
@@ -154,7 +154,7 @@ public final class ReactorService: Sendable {
            ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" }) {
             return HTTPResponse(status: 304, headers: ["ETag": snapshot.etag])
         }
-        return HTTPResponse(status: 200, headers: snapshot.headers, body: snapshot.body)
+        return HTTPResponse(snapshot.response)
     }
 
     private func deleteInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
@@ -181,7 +181,7 @@ public final class ReactorService: Sendable {
             let reply = ReplyOnce(responder: responder, scope: scope)
             instance.whenSettled(receipt) {
                 let snapshot = Self.snapshot(instance, instance.timeline.latest)
-                reply.send(HTTPResponse(status: 200, headers: snapshot.headers, body: snapshot.body))
+                reply.send(HTTPResponse(snapshot.response))
             }
             // Whichever comes first answers; the later one is ignored.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
@@ -265,24 +265,31 @@ public final class ReactorService: Sendable {
 
     static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
-    /// The instance's snapshot at `state`'s version, built once per version:
-    /// `{"id":…,"state":…,"type":…,"version":…}` with the shared state bytes spliced in.
+    /// The instance's snapshot at `state`'s version, built once per version.
     static func snapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
-        state.snapshot { makeSnapshot(instance, state) }
+        state.snapshot {
+            let response = PreparedResponse(status: 200, headers: snapshotHeaders(state.version),
+                                            body: snapshotBody(instance, state))
+            return InstanceSnapshot(etag: etag(state.version), response: response)
+        }
     }
 
-    /// Builds the instance's snapshot at `state`'s version.
-    static func makeSnapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
+    /// `{"id":…,"state":…,"type":…,"version":…}` with the shared state bytes spliced in.
+    static func snapshotBody(_ instance: any HostedInstance, _ state: any VersionedState) -> [UInt8] {
         let json = state.json
         var object = JSONObjectWriter(capacity: json.count + 96)
         object.add("id", string: instance.id)
         object.add("state", json: json)
         object.add("type", string: instance.typeName)
         object.add("version", raw: String(state.version))
-        let etag = etag(state.version)
+        return object.finish()
+    }
+
+    /// `Content-Type` and the version's `ETag`.
+    static func snapshotHeaders(_ version: UInt64) -> HTTPHeaders {
         var headers = jsonHeaders
-        headers["ETag"] = etag
-        return InstanceSnapshot(etag: etag, body: object.finish(), headers: headers)
+        headers["ETag"] = etag(version)
+        return headers
     }
 
     /// `{"seq":N}` in one allocation (the number's text fits in a small string).

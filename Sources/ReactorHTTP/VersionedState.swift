@@ -16,19 +16,17 @@ protocol VersionedState: AnyObject, Sendable {
     func snapshot(_ make: () -> InstanceSnapshot) -> InstanceSnapshot
 }
 
-/// `GET /reactors/{id}`'s answer for one version: `{id, state, type, version}` and its ETag.
+/// `GET /reactors/{id}`'s answer for one version: `{id, state, type, version}` and its ETag,
+/// prepared once and sent as it is to every request that reads this version.
 final class InstanceSnapshot: Sendable {
     /// The version in quotes, as sent in `ETag`.
     let etag: String
-    /// The JSON body.
-    let body: [UInt8]
-    /// `Content-Type` and `ETag`.
-    let headers: HTTPHeaders
+    /// `200` with the JSON body, `Content-Type` and `ETag`.
+    let response: PreparedResponse
 
-    init(etag: String, body: [UInt8], headers: HTTPHeaders) {
+    init(etag: String, response: PreparedResponse) {
         self.etag = etag
-        self.body = body
-        self.headers = headers
+        self.response = response
     }
 }
 
