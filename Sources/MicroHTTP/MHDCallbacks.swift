@@ -122,7 +122,7 @@ enum MHDCallbacks {
             mhdResponse = makeResponse(body: body)
         case .prepared(let prepared):
             // Shared as it is, unless shutdown must add `Connection: close` to this one.
-            if let shared = prepared.handle, !core.isShuttingDown {
+            if !core.isShuttingDown, let shared = prepared.sharedResponse() {
                 return MHD_queue_response(connection, status, shared)
             }
             mhdResponse = makeResponse(body: prepared.body)

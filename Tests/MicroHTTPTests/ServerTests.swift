@@ -1,5 +1,5 @@
 import Foundation
-import MicroHTTP
+@testable import MicroHTTP
 import Testing
 
 @Suite struct ServerTests {
@@ -195,11 +195,13 @@ import Testing
         #expect(after.output == "hello")
     }
 
-    @Test func aPreparedResponseIsSentWholeToEveryRequestAndChangedOnesCarryTheirChanges() async throws {
+    @Test func aPreparedResponseIsSharedFromItsSecondSendAndChangedCopiesCarryTheirChanges() async throws {
         let prepared = PreparedResponse(status: 203, headers: ["Content-Type": "application/json", "X-Prepared": "yes"],
                                         body: Array(#"{"shared":true}"#.utf8))
+        let sentOnce = PreparedResponse(status: 200, headers: [:], body: Array("once".utf8))
         var router = Router()
         router.add(.GET, "/prepared") { _ in HTTPResponse(prepared) }
+        router.add(.GET, "/once") { _ in HTTPResponse(sentOnce) }
         router.add(.GET, "/changed") { _ in
             var response = HTTPResponse(prepared)
             response.headers.add("X-Changed", "1")
@@ -221,6 +223,10 @@ import Testing
                 #expect(reply.hasSuffix(#"{"shared":true}"#))
             }
         }
+        #expect(prepared.isShared)
+        // A response sent once is sent as an ordinary one: no shared copy is kept for it.
+        #expect(try await Clients.curl(["-s", "\(base)/once"]).output == "once")
+        #expect(!sentOnce.isShared)
         let head = try await Clients.curl(["-s", "-I", "\(base)/prepared"])
         #expect(head.output.hasPrefix("HTTP/1.1 203"))
         #expect(head.output.contains("Content-Length: 15"))
