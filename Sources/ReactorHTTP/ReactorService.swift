@@ -149,7 +149,7 @@ public final class ReactorService: Sendable {
     private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let instance = try self.instance(for: request)
         instance.touch()
-        let snapshot = Self.snapshot(instance, instance.timeline.latest)
+        let snapshot = Self.snapshot(instance)
         if let ifNoneMatch = request.headers["If-None-Match"],
            ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" }) {
             return HTTPResponse(status: 304, headers: ["ETag": snapshot.etag])
@@ -180,8 +180,7 @@ public final class ReactorService: Sendable {
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
             instance.whenSettled(receipt) {
-                let snapshot = Self.snapshot(instance, instance.timeline.latest)
-                reply.send(HTTPResponse(snapshot.response))
+                reply.send(HTTPResponse(Self.snapshot(instance).response))
             }
             // Whichever comes first answers; the later one is ignored.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
@@ -265,12 +264,12 @@ public final class ReactorService: Sendable {
 
     static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
-    /// The instance's snapshot at `state`'s version, built once per version.
-    static func snapshot(_ instance: any HostedInstance, _ state: any VersionedState) -> InstanceSnapshot {
-        state.snapshot {
+    /// The instance's snapshot at its latest version, built once per version.
+    static func snapshot(_ instance: any HostedInstance) -> InstanceSnapshot {
+        instance.timeline.latestSnapshot { state in
             let response = PreparedResponse(status: 200, headers: snapshotHeaders(state.version),
                                             body: snapshotBody(instance, state))
-            return InstanceSnapshot(etag: etag(state.version), response: response)
+            return InstanceSnapshot(version: state.version, etag: etag(state.version), response: response)
         }
     }
 

@@ -23,6 +23,9 @@ struct StateTimeline: Sendable {
         /// thousands of streams close together.
         var positions: [ObjectIdentifier: Int] = [:]
         var endReason: StreamEndReason?
+        /// The `GET` answer for the latest version once a request asked for it. One per instance:
+        /// older versions are never asked for again, so theirs are let go.
+        var snapshot: InstanceSnapshot?
     }
 
     private let storage: Locked<Storage>
@@ -43,6 +46,22 @@ struct StateTimeline: Sendable {
 
     /// The latest state.
     var latest: any VersionedState { storage.withLock { $0.log.newest() } }
+
+    /// The snapshot of the latest state, built by `make` (outside the lock) when the latest
+    /// version has none yet, and then shared by every request for that version.
+    func latestSnapshot(_ make: (any VersionedState) -> InstanceSnapshot) -> InstanceSnapshot {
+        let (latest, cached) = storage.withLock { ($0.log.newest(), $0.snapshot) }
+        if let cached, cached.version == latest.version { return cached }
+        let built = make(latest)
+        return storage.withLock { storage in
+            // Another request may have built it meanwhile (share theirs), or a newer one (keep it).
+            if let current = storage.snapshot, current.version >= built.version {
+                return current.version == built.version ? current : built
+            }
+            storage.snapshot = built
+            return built
+        }
+    }
 
     /// How many event streams are open on this instance.
     var subscriberCount: Int { storage.withLock { $0.subscribers.count } }

@@ -11,20 +11,21 @@ protocol VersionedState: AnyObject, Sendable {
     /// The state framed as one server-sent event (`id:`, `event: state`, `data:`), built once
     /// and shared by every subscriber that sends it.
     var event: [UInt8] { get }
-    /// The instance snapshot of this version, built by `make` the first time it is asked for
-    /// and then shared by every request that reads this version.
-    func snapshot(_ make: () -> InstanceSnapshot) -> InstanceSnapshot
 }
 
 /// `GET /reactors/{id}`'s answer for one version: `{id, state, type, version}` and its ETag,
-/// prepared once and sent as it is to every request that reads this version.
+/// prepared once and sent as it is to every request that reads this version while it is the
+/// latest (see ``StateTimeline/latestSnapshot(_:)``).
 final class InstanceSnapshot: Sendable {
+    /// The state's version.
+    let version: UInt64
     /// The version in quotes, as sent in `ETag`.
     let etag: String
     /// `200` with the JSON body, `Content-Type` and `ETag`.
     let response: PreparedResponse
 
-    init(etag: String, response: PreparedResponse) {
+    init(version: UInt64, etag: String, response: PreparedResponse) {
+        self.version = version
         self.etag = etag
         self.response = response
     }
@@ -37,8 +38,6 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     /// Set once, by the first reader that needs the JSON (a `GET`, a stream, a replay); until
     /// then the object is its only allocation.
     private let encoded = SetOnceReference<EncodedState>()
-    /// Set once, by the first request that reads this version.
-    private let snapshot = SetOnceReference<InstanceSnapshot>()
 
     init(version: UInt64, state: State) {
         self.version = version
@@ -48,11 +47,6 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
     var json: [UInt8] { bytes.json }
 
     var event: [UInt8] { bytes.event }
-
-    func snapshot(_ make: () -> InstanceSnapshot) -> InstanceSnapshot {
-        if let built = snapshot.load() { return built }
-        return snapshot.storeIfNil(make())
-    }
 
     private var bytes: EncodedState {
         if let bytes = encoded.load() { return bytes }

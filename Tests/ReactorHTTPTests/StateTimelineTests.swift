@@ -1,7 +1,9 @@
+import MicroHTTP
 import Testing
 @testable import ReactorHTTP
 
-/// The timeline's subscriber bookkeeping: streams leave in any order, each exactly once.
+/// The timeline's subscriber bookkeeping (streams leave in any order, each exactly once) and its
+/// snapshot of the latest version.
 @Suite struct StateTimelineTests {
     private func makeTimeline(limit: Int) -> StateTimeline {
         StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: limit).timeline
@@ -32,5 +34,29 @@ import Testing
         for subscriber in [subscribers[3], subscribers[2]] { timeline.detach(subscriber) }
         #expect(timeline.subscriberCount == 2)
         #expect(subscribers.map(timeline.isAttached) == [false, false, false, false, false])
+    }
+
+    @Test func onlyTheLatestVersionKeepsItsSnapshotAndRequestsForItShareOne() {
+        let (timeline, publisher) = StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: 1)
+        var built: [UInt64] = []
+        func snapshot() -> InstanceSnapshot {
+            timeline.latestSnapshot { state in
+                built.append(state.version)
+                return InstanceSnapshot(version: state.version, etag: "\"\(state.version)\"",
+                                        response: PreparedResponse(status: 200, headers: [:], body: state.json))
+            }
+        }
+        let first = snapshot()
+        #expect(snapshot() === first)
+        #expect(first.response.body == Array("0".utf8))
+        weak let released = first.response
+        publisher.publish(10, version: 1)
+        let second = snapshot()
+        #expect(second.version == 1)
+        #expect(second.response.body == Array("10".utf8))
+        #expect(snapshot() === second)
+        #expect(built == [0, 1])
+        _ = consume first
+        #expect(released == nil)  // the timeline let version 0's snapshot go
     }
 }
