@@ -94,9 +94,7 @@ struct EventStreamTests {
         let id = try await client.create("counter")
         for _ in 0..<5 { _ = try await client.post("/reactors/\(id)/actions", #""increase""#) }
         // A 202 means queued: resume once the fifth action's last version is published.
-        let applied = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events")
-        await applied.wait { $0.last?.version == 20 }
-        applied.stop()
+        try await EventStreamClient.waitUntilPublished(20, url: "\(server.base)/reactors/\(id)/events")
         let resumed = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
                                             headers: ["Last-Event-ID": "2"])
         let events = await resumed.wait { !$0.isEmpty }

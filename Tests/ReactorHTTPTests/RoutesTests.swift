@@ -58,9 +58,7 @@ struct RoutesTests {
                                            headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(second.json["seq"] as? Int == 2)
         // A 202 means queued: read the state once a stream has seen the second action's last version.
-        let stream = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events")
-        await stream.wait { $0.last?.version == 8 }
-        stream.stop()
+        try await EventStreamClient.waitUntilPublished(8, url: "\(server.base)/reactors/\(id)/events")
         let state = try await client.get("/reactors/\(id)")
         #expect((state.json["state"] as? [String: Any])?["value"] as? Int == 2)
         #expect(state.json["version"] as? Int == 8)

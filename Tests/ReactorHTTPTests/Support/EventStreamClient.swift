@@ -164,5 +164,13 @@ final class EventStreamClient: Sendable {
         process.waitForExit()
     }
 
+    /// Returns once the stream at `url` has delivered `version`, reading it on a stream of its
+    /// own. A `202` means queued, so a test that reads the state after POSTing waits here first.
+    static func waitUntilPublished(_ version: UInt64, url: String) async throws {
+        let stream = try EventStreamClient(url: url)
+        await stream.wait { $0.last?.version == version }
+        stream.stop()
+    }
+
     deinit { stop() }
 }
