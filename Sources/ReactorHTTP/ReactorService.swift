@@ -141,7 +141,7 @@ public final class ReactorService: Sendable {
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
         // Not kept with the state: most instances are never read at their first version.
         let state = instance.timeline.latest
-        var headers = Self.snapshotHeaders(state.version)
+        var headers = Self.snapshotHeaders(etag: Self.etag(state.version))
         headers["Location"] = "/reactors/\(instance.id)"
         return HTTPResponse(status: 201, headers: headers, body: Self.snapshotBody(instance, state))
     }
@@ -267,9 +267,10 @@ public final class ReactorService: Sendable {
     /// The instance's snapshot at its latest version, built once per version.
     static func snapshot(_ instance: any HostedInstance) -> InstanceSnapshot {
         instance.timeline.latestSnapshot { state in
-            let response = PreparedResponse(status: 200, headers: snapshotHeaders(state.version),
+            let etag = etag(state.version)
+            let response = PreparedResponse(status: 200, headers: snapshotHeaders(etag: etag),
                                             body: snapshotBody(instance, state))
-            return InstanceSnapshot(version: state.version, etag: etag(state.version), response: response)
+            return InstanceSnapshot(version: state.version, etag: etag, response: response)
         }
     }
 
@@ -284,10 +285,10 @@ public final class ReactorService: Sendable {
         return object.finish()
     }
 
-    /// `Content-Type` and the version's `ETag`.
-    static func snapshotHeaders(_ version: UInt64) -> HTTPHeaders {
+    /// `Content-Type` and `ETag`.
+    static func snapshotHeaders(etag: String) -> HTTPHeaders {
         var headers = jsonHeaders
-        headers["ETag"] = etag(version)
+        headers["ETag"] = etag
         return headers
     }
 
