@@ -1,8 +1,9 @@
 /// Per-request state kept in libmicrohttpd's `con_cls` from the first handler call until the
-/// completion callback. Only ever touched on the connection's server thread.
+/// completion callback. Only ever touched on the connection's server thread, one call at a time,
+/// so its fields skip the dynamic exclusivity checks (`@exclusivity(unchecked)`).
 final class RequestContext {
-    var body: [UInt8] = []
-    var bodyTooLarge = false
-    var responder: HTTPResponder?
-    var stream: HTTPStream?
+    @exclusivity(unchecked) var body: [UInt8] = []
+    @exclusivity(unchecked) var bodyTooLarge = false
+    @exclusivity(unchecked) var responder: HTTPResponder?
+    @exclusivity(unchecked) var stream: HTTPStream?
 }

@@ -77,12 +77,14 @@ public final class DrainPool: Sendable {
     // and `pthread_mutex_unlock(mutex)` (see `withLock` and the worker loop, which waits on
     // `workAvailable` with the mutex, as `pthread_cond_wait` requires); `queued` is atomic;
     // the mutex and conditions are allocated once and never move.
+    // `@exclusivity(unchecked)` on `state` and `Worker`'s fields: the mutex already keeps any two
+    // accesses apart, so the dynamic exclusivity checks would only cost time on every turn.
     let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     let workAvailable = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     let watchdogWake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     /// Broadcast when a thread finds nothing left to do.
     let becameIdle = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    var state = PoolState()
+    @exclusivity(unchecked) var state = PoolState()
     /// Turns waiting in the queue, readable without the lock by threads about to sleep.
     let queued = Atomic<Int>(0)
     let size: Int
@@ -104,11 +106,11 @@ public final class DrainPool: Sendable {
 
     /// One thread's record, read by the watchdog.
     final class Worker {
-        var turn: (any DrainPoolTurn)?
+        @exclusivity(unchecked) var turn: (any DrainPoolTurn)?
         /// Counts turns started, so the watchdog can tell a new turn from the same one.
-        var turnsStarted: UInt64 = 0
-        var turnsSeen: UInt64 = 0
-        var isStalled = false
+        @exclusivity(unchecked) var turnsStarted: UInt64 = 0
+        @exclusivity(unchecked) var turnsSeen: UInt64 = 0
+        @exclusivity(unchecked) var isStalled = false
     }
 
     init(size: Int, maximumThreads: Int) {

@@ -24,7 +24,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// - afterwards its contents are used only by the thread that holds the `isDraining` flag,
     ///   which is taken and given back under `shared`'s lock (so each drainer sees the previous
     ///   drainer's writes). No two threads ever use it at once.
-    @usableFromInline nonisolated(unsafe) var engine: Engine?
+    /// For the same reasons the dynamic exclusivity checks are off (`@exclusivity(unchecked)`):
+    /// they would run on every action and could never fire.
+    @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var engine: Engine?
 
     /// Applies `first` if given, then queued work as the drainer (see `Drain.run(batchLimit:)`).
     ///

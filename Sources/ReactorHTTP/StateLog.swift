@@ -25,15 +25,16 @@ protocol StateLog: AnyObject {
 /// `@unchecked Sendable`: the publisher holds it (through ``StatePublisher``) and the timeline's
 /// storage holds it, and both touch it only inside the timeline's lock — `StateTimeline.publish`,
 /// `latest`, `current` and `states(after:)` are the only callers, each within `storage.withLock`.
-/// The buffer is owned here alone and never handed out.
+/// The buffer is owned here alone and never handed out. For the same reason the fields are
+/// `@exclusivity(unchecked)`: the lock keeps accesses apart, so dynamic checks would only cost time.
 final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sendable {
     /// The ring's states; the first `slots.count` are initialised. Oldest at `start`.
-    private var states: UnsafeMutablePointer<State>
+    @exclusivity(unchecked) private var states: UnsafeMutablePointer<State>
     /// How many states `states` has room for.
-    private var allocated: Int
+    @exclusivity(unchecked) private var allocated: Int
     /// What goes with the state at the same index.
-    private var slots: [StateLogSlot]
-    private var start = 0
+    @exclusivity(unchecked) private var slots: [StateLogSlot]
+    @exclusivity(unchecked) private var start = 0
     /// Entries kept: the history's capacity, and at least the newest state.
     private let capacity: Int
     /// False with a history capacity of 0: only the newest state is kept, and nothing replays.
