@@ -55,8 +55,16 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// ASCII case-insensitive comparison without allocating.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        let a = a.utf8, b = b.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A) }
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { a in
+            b.withUTF8 { b in
+                for index in 0..<a.count where a[index] != b[index] {
+                    let lower = a[index] | 0x20
+                    guard lower == b[index] | 0x20, lower >= 0x61, lower <= 0x7A else { return false }
+                }
+                return true
+            }
+        }
     }
 }

@@ -60,5 +60,9 @@ import Testing
         #expect(headers.values(for: "x-multi") == ["3"])
         headers["content-type"] = nil
         #expect(headers.count == 1)
+        // Only letters match across case: `[` and `{`, `@` and a backtick differ by the same bit.
+        let symbols: HTTPHeaders = ["X-[": "a", "X-@": "b"]
+        #expect(symbols["x-{"] == nil && symbols["X-`"] == nil)
+        #expect(symbols["x-["] == "a" && symbols["x-@"] == "b")
     }
 }
