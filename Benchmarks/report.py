@@ -97,7 +97,7 @@ ROWS = [
     ("5", "  server CPU per request", "one_cpu_us", "µs", 1, "", None),
     ("5", "POST action spread over 100 of them", "few_rps", "req/s", 1, "", None),
     ("5", "  server CPU per request", "few_cpu_us", "µs", 1, "", None),
-    ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one",
+    ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one and 100 of them",
      None),
     ("5", "  server CPU per request", "spread_cpu_us", "µs", 1, "", None),
     ("6", "cold start to first 200 (median)", "coldstart_median_ms", "ms", 1, "", None),
@@ -149,7 +149,9 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
         few_cost = ratio(mean("spread_cpu_us", "RS"), mean("few_cpu_us", "RS"))
         few_text = "" if few is None or few_cost is None else \
             f"; against 100 of them: RS {few:.2f}×, CPU per request {few_cost:.2f}×"
-        met = "" if r is None else (f"{'yes' if r >= 0.9 else '**no**'} (RS {r:.2f}×; HB "
+        # Both runs carry the same traffic; a slow "one" round alone must not pass the target.
+        flat = None if r is None else (r >= 0.9 and (few is None or few >= 0.9))
+        met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
                                     f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text})")
     elif check is not None:
         ok = check(rs, c, hb)
