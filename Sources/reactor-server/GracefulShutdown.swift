@@ -3,15 +3,17 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Turns SIGTERM and SIGINT into one graceful stop, then exits 0. A second signal while
-/// stopping exits at once with status 1.
+/// Turns SIGTERM and SIGINT into one graceful stop. A second signal while stopping exits at
+/// once with status 1.
 enum GracefulShutdown {
-    /// Installs the handlers. Keep the returned sources alive for as long as they should fire.
+    /// Installs the handlers; the first signal runs `stop` on another thread. Call
+    /// ``Handlers/waitUntilStopped()`` on the returned handlers to block until `stop` returned.
     static func install(signals: [Int32], logger: Logger,
-                        stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        var sources: [any DispatchSourceSignal] = []
+                        stop: @escaping @Sendable () -> Void) -> Handlers {
         let queue = DispatchQueue(label: "reactor-server.signals")
         let stopping = StopOnce()
+        let stopped = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
         for signalNumber in signals {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
@@ -23,13 +25,26 @@ enum GracefulShutdown {
                 logger.info("stopping", metadata: ["signal": "\(signalNumber)"])
                 DispatchQueue.global().async {
                     stop()
-                    exit(0)
+                    stopped.signal()
                 }
             }
             source.resume()
             sources.append(source)
         }
-        return sources
+        return Handlers(sources: sources, stopped: stopped)
+    }
+
+    /// The installed signal handlers.
+    struct Handlers {
+        fileprivate let sources: [any DispatchSourceSignal]
+        fileprivate let stopped: DispatchSemaphore
+
+        /// Blocks until a signal's graceful stop has finished, keeping the handlers installed
+        /// meanwhile (a second signal still exits at once). The process then exits by returning
+        /// from `main`, so everything it holds is released in order.
+        func waitUntilStopped() {
+            withExtendedLifetime(sources) { stopped.wait() }
+        }
     }
 }
 
@@ -41,4 +56,3 @@ private final class StopOnce: Sendable {
         !started.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
-

@@ -133,7 +133,7 @@ struct ServerCommand: ParsableCommand {
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
         // Signals are handled before the port is announced, so a SIGTERM sent right after the
         // first answer already stops the server gracefully.
-        let signalSources = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
+        let signalHandlers = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
             server.shutdown()
         }
         do {
@@ -144,7 +144,8 @@ struct ServerCommand: ParsableCommand {
         }
         // The line a supervisor or test reads to learn the bound port.
         FileHandle.standardOutput.write(Data("reactor-server listening on http://\(host):\(server.port)\n".utf8))
-        withExtendedLifetime(signalSources) { dispatchMain() }
+        signalHandlers.waitUntilStopped()
+        // Returning from `run` exits 0.
     }
 }
 
