@@ -3,20 +3,24 @@
 
 Usage: report.py RESULTS_TSV META_TXT LOAD_BEFORE LOAD_AFTER [LOAD_DURING]
 Each TSV line: scenario, metric, server (C | RS | HB), round, value. A figure is the mean over
-rounds; ratios are ReactorServer's mean divided by the other server's mean."""
+rounds; ratios are ReactorServer's mean divided by the other server's mean, followed by the range
+of the ratios within each round (the servers of one round run minutes apart at most, so a round's
+ratio is paired against the same machine load)."""
 import sys
 from collections import defaultdict
 
 results_path, meta_path, before_path, after_path = sys.argv[1:5]
 during_path = sys.argv[5] if len(sys.argv) > 5 else None
 values = defaultdict(list)
+by_round = defaultdict(dict)  # (metric, server) -> {round: value}
 for line in open(results_path):
     parts = line.rstrip("\n").split("\t")
     if len(parts) != 5 or parts[4] == "":
         continue
-    scenario, metric, server, _round, value = parts
+    scenario, metric, server, round_, value = parts
     try:
         values[(metric, server)].append(float(value))
+        by_round[(metric, server)][round_] = float(value)
     except ValueError:
         pass
 
@@ -51,6 +55,23 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def round_ratios(metric, server, other, other_metric=None):
+    """The ratio server ÷ other within each round both were measured in."""
+    mine, theirs = by_round.get((metric, server), {}), by_round.get((other_metric or metric, other), {})
+    return [mine[r] / theirs[r] for r in sorted(mine) if r in theirs and theirs[r] != 0]
+
+
+def ratio_cell(metric, other):
+    """RS's mean ÷ the other's mean, then the range of the per-round ratios."""
+    r = ratio(mean(metric, "RS"), mean(metric, other))
+    if r is None:
+        return "—"
+    paired = round_ratios(metric, "RS", other)
+    if len(paired) < 2:
+        return fmt(r)
+    return f"{fmt(r)} ({fmt(min(paired))}–{fmt(max(paired))})"
 
 
 # (scenario, label, metric, unit, scale, target text, check(rs, c, hb) -> bool | None)
@@ -121,8 +142,10 @@ out.append(f"- Versions: {meta.get('swift', '?')}; libmicrohttpd {meta.get('libm
 out.append("- RS = ReactorServer (`reactor-server --counter-delay-ms 0`), C = raw libmicrohttpd answering a fixed "
            "`{\"value\":1}` (Benchmarks/microhttp/c-server.c), HB = Hummingbird 2 serving the same reactors "
            "(Benchmarks/hb-reactors). Each figure is the mean over the rounds (range in brackets); the servers "
-           "run alternately within a round. Ratios are RS ÷ the other (above 1: RS has more of it — good for "
-           "throughput, bad for latency, memory and time).\n")
+           "run alternately within a round. Ratios are RS's mean ÷ the other's (above 1: RS has more of it — "
+           "good for throughput, bad for latency, memory and time), with the range of the ratios taken within "
+           "each round in brackets: a target whose range straddles its line is met in some rounds and missed "
+           "in others. \"met\" judges the mean.\n")
 out.append("| # | measurement | unit | RS | C | HB | RS/C | RS/HB | target | met |")
 out.append("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 for scenario, label, metric, unit, scale, target, check in ROWS:
@@ -151,13 +174,16 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
             f"; against 100 of them: RS {few:.2f}×, CPU per request {few_cost:.2f}×"
         # Both runs carry the same traffic; a slow "one" round alone must not pass the target.
         flat = None if r is None else (r >= 0.9 and (few is None or few >= 0.9))
+        rounds = round_ratios("spread_rps", "RS", "RS", "few_rps")
+        rounds_text = "" if len(rounds) < 2 else \
+            f"; rounds against 100 of them {fmt(min(rounds))}–{fmt(max(rounds))}×"
         met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
-                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text})")
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text})")
     elif check is not None:
         ok = check(rs, c, hb)
         met = "" if ok is None else ("yes" if ok else "**no**")
     out.append(f"| {scenario} | {label} | {unit} | {cells[0]} | {cells[1]} | {cells[2]} | "
-               f"{fmt(ratio(rs, c)) if c is not None else '—'} | {fmt(ratio(rs, hb)) if hb is not None else '—'} | "
+               f"{ratio_cell(metric, 'C') if c is not None else '—'} | {ratio_cell(metric, 'HB') if hb is not None else '—'} | "
                f"{target} | {met} |")
 
 out.append("\n## Machine load around the run\n")
