@@ -14,7 +14,7 @@ extension ReactorRuntime {
         @usableFromInline let transformsStates: Bool
         /// The highest action sequence applied since the lock last heard of it.
         @usableFromInline @exclusivity(unchecked) var processedThrough: UInt64 = 0
-        /// The observers as of the last `sync`.
+        /// The observers as of the last `sync`; none once a drain is done.
         @usableFromInline @exclusivity(unchecked) var observers: [(id: UInt64, observer: StateObserver)] = []
         /// The work being applied, when a batch holds more than one item; reused between
         /// batches so draining does not allocate.
@@ -86,24 +86,27 @@ extension ReactorRuntime {
         @inlinable @discardableResult func run(batchLimit: Int = .max) -> Bool {
             var batches = 0
             while true {
-                let (step, due) = runtime.shared.withLock { shared -> (Step, [@Sendable () -> Void]) in
-                    let due = sync(&shared)
-                    if shared.pending.isEmpty || shared.isDisposed {
+                let (step, synced) = runtime.shared.withLock { shared -> (Step, Synced) in
+                    let finished = shared.pending.isEmpty || shared.isDisposed
+                    // A drainer that is done lets go of its copy of the observers: a cancelled
+                    // observer must not be kept alive until the next action.
+                    let synced = sync(&shared, keepingObservers: !finished)
+                    if finished {
                         shared.pending.removeAll(keepingCapacity: true)
                         shared.isDraining = false
-                        return (.done, due)
+                        return (.done, synced)
                     }
-                    if batches == batchLimit { return (.yield, due) }
+                    if batches == batchLimit { return (.yield, synced) }
                     // One item (the usual case when actions are spread over many instances) is
                     // taken out on its own, leaving the batch buffer untouched: it is one more
                     // cold allocation per action when the instance has not run for a while.
-                    if shared.pending.count == 1 { return (.applyOne(shared.pending.removeLast()), due) }
+                    if shared.pending.count == 1 { return (.applyOne(shared.pending.removeLast()), synced) }
                     // `engine.batch` is empty here; the queue's buffer becomes the batch and the
                     // batch's (with its capacity) the queue.
                     swap(&shared.pending, &engine.batch)
-                    return (.apply, due)
+                    return (.apply, synced)
                 }
-                for callback in due { callback() }
+                synced.runCallbacks()
                 switch step {
                 case .done: return true
                 case .yield: return false
@@ -131,22 +134,42 @@ extension ReactorRuntime {
                 process(engine.batch[index])
                 // Let `currentState` readers (such as the next `mutate`) see this work's state.
                 if engine.needsSync && index + 1 < count {
-                    let due = runtime.shared.withLock { sync(&$0) }
-                    for callback in due { callback() }
+                    runtime.shared.withLock { sync(&$0) }.runCallbacks()
                 }
             }
             engine.batch.removeAll(keepingCapacity: true)
         }
 
-        /// Publishes the drainer's progress under the lock: the latest state, the applied
-        /// actions (returning the settle callbacks now due), and takes the current observers.
-        @inlinable func sync(_ shared: inout SharedState) -> [@Sendable () -> Void] {
+        /// Publishes the drainer's progress under the lock: the latest state and the applied
+        /// actions (handing back the settle callbacks now due); takes the current observers, or
+        /// none when `keepingObservers` is false, handing back the ones it held.
+        @inlinable func sync(_ shared: inout SharedState, keepingObservers: Bool = true) -> Synced {
             if engine.needsSync {
                 shared.current = engine.latest
                 engine.needsSync = false
             }
-            engine.observers = shared.observers
-            return shared.markProcessed(through: engine.processedThrough)
+            var observers = keepingObservers ? shared.observers : []
+            swap(&observers, &engine.observers)
+            return Synced(due: shared.markProcessed(through: engine.processedThrough), formerObservers: observers)
+        }
+
+        /// What `sync` hands back, to be used once the lock is released.
+        @usableFromInline struct Synced {
+            /// Settle callbacks now due.
+            @usableFromInline let due: [@Sendable () -> Void]
+            /// The observers the engine held before. Released with this value, after the lock:
+            /// letting go of an observer can run code that takes the lock (a token its closure
+            /// owned, cancelling itself).
+            @usableFromInline let formerObservers: [(id: UInt64, observer: StateObserver)]
+
+            @inlinable init(due: [@Sendable () -> Void], formerObservers: [(id: UInt64, observer: StateObserver)]) {
+                self.due = due
+                self.formerObservers = formerObservers
+            }
+
+            @inlinable func runCallbacks() {
+                for callback in due { callback() }
+            }
         }
 
         /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
@@ -176,13 +199,13 @@ extension ReactorRuntime {
             case .taskFinished(let taskID, let failure):
                 runtime.finishTask(taskID, failure: failure)
             case .addObserver(let id):
-                let (observer, due) = runtime.shared.withLock { shared -> (StateObserver?, [@Sendable () -> Void]) in
+                let (observer, synced) = runtime.shared.withLock { shared -> (StateObserver?, Synced) in
                     let observer = shared.waitingObservers.removeValue(forKey: id)
                     if let observer { shared.observers.append((id, observer)) }
                     return (observer, sync(&shared))
                 }
                 observer?.receive(engine.latest)
-                for callback in due { callback() }
+                synced.runCallbacks()
             }
         }
 

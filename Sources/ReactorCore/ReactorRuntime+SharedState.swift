@@ -91,9 +91,11 @@ extension ReactorRuntime {
             return callbacks
         }
 
-        /// Marks the runtime disposed and hands back everything that must be cancelled or finished.
+        /// Marks the runtime disposed and hands back everything that must be cancelled or finished,
+        /// and everything it held.
         @usableFromInline mutating func shutDown() -> ReleasedWork {
             isDisposed = true
+            let formerState = self
             pending.removeAll()
             var finishers = observers.compactMap(\.observer.finish)
             finishers += waitingObservers.values.compactMap(\.finish)
@@ -101,7 +103,8 @@ extension ReactorRuntime {
             let released = ReleasedWork(
                 tasks: tasks.values.map(\.task),
                 finishers: finishers,
-                callbacks: settleCallbacks.values.flatMap { $0 }
+                callbacks: settleCallbacks.values.flatMap { $0 },
+                formerState: formerState
             )
             observers.removeAll()
             waitingObservers.removeAll()
@@ -118,6 +121,9 @@ extension ReactorRuntime {
         @usableFromInline let tasks: [Task<Void, Never>]
         @usableFromInline let finishers: [@Sendable () -> Void]
         @usableFromInline let callbacks: [@Sendable () -> Void]
+        /// The observers, queued work and tasks the runtime held, let go of with this value,
+        /// after the lock: letting go of them can run code that takes the lock again.
+        @usableFromInline let formerState: SharedState
 
         @usableFromInline func finish() {
             for task in tasks { task.cancel() }

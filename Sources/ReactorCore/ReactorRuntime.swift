@@ -288,10 +288,16 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     @usableFromInline static func removeObserver(_ id: UInt64, from shared: Locked<SharedState>) {
-        shared.withLock { shared in
-            shared.waitingObservers[id] = nil
-            shared.observers.removeAll { $0.id == id }
+        // The observer is handed out of the lock and let go there: letting go of it can run
+        // code that takes the lock again (a token its closure owned, cancelling itself).
+        let removed = shared.withLock { shared -> [StateObserver] in
+            var removed = shared.waitingObservers.removeValue(forKey: id).map { [$0] } ?? []
+            if let index = shared.observers.firstIndex(where: { $0.id == id }) {
+                removed.append(shared.observers.remove(at: index).observer)
+            }
+            return removed
         }
+        _ = removed
     }
 
     @usableFromInline func addErrorObserver(
@@ -311,7 +317,12 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         // Holds the shared state rather than a weak runtime, as in `addObserver`.
         let shared = self.shared
         return ObservationToken {
-            shared.withLock { $0.errorObservers.removeAll { $0.id == id } }
+            // Let go of after the lock, as in `removeObserver`.
+            let removed = shared.withLock { shared -> ErrorObserver? in
+                guard let index = shared.errorObservers.firstIndex(where: { $0.id == id }) else { return nil }
+                return shared.errorObservers.remove(at: index).observer
+            }
+            _ = removed
         }
     }
 

@@ -45,15 +45,6 @@ private func currentThreadName() -> String {
     "\(pthread_self())"
 }
 
-/// Waits on a semaphore off the cooperative pool, so a blocked wait does not hold a task thread.
-private func wait(for semaphore: DispatchSemaphore, seconds: Int = 10) async -> Bool {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(returning: semaphore.wait(timeout: .now() + .seconds(seconds)) == .success)
-        }
-    }
-}
-
 /// Suspends until `receipt`'s action is settled.
 private func settled<R: Reactor>(_ reactor: R, _ receipt: ActionReceipt) async {
     await withCheckedContinuation { continuation in

@@ -119,6 +119,62 @@ import Testing
         outer.cancel()
     }
 
+    @Test func cancellingAnObservationLetsGoOfItsObserverAtOnce() {
+        final class Canary: Sendable {}
+        let reactor = ProbeReactor()
+        weak var weakCanary: Canary?
+        let token: ObservationToken
+        do {
+            let canary = Canary()
+            weakCanary = canary
+            token = reactor.observe { _ in _ = canary }
+        }
+        reactor.send(.add(1))  // applied on this thread, which delivers the state to the observer
+        #expect(weakCanary != nil)
+        token.cancel()
+        #expect(weakCanary == nil)
+    }
+
+    // When an observer that owns another observation of its reactor is let go, the token it
+    // owns cancels itself, which takes the reactor's lock: observers must never be let go while
+    // that lock is held. Each test runs on another thread, so a deadlock fails it after a while
+    // rather than holding up the run.
+
+    @Test func anObserverMayOwnAnotherObservationOfItsReactor() async {
+        let reactor = ProbeReactor()
+        let outer = observeOwningAnotherObservation(reactor)
+        #expect(await finishes {
+            reactor.send(.add(1))
+            outer.cancel()
+            reactor.send(.add(1))
+        }, "the reactor deadlocked letting go of an observer")
+    }
+
+    @Test func disposingAReactorWhoseObserverOwnsAnotherObservationOfIt() async {
+        let reactor = ProbeReactor()
+        let outer = observeOwningAnotherObservation(reactor)
+        #expect(await finishes {
+            reactor.dispose()
+            outer.cancel()
+        }, "the reactor deadlocked letting go of its observers")
+    }
+
+    /// Observes `reactor` with an observer whose closure owns a second observation of it.
+    private func observeOwningAnotherObservation(_ reactor: ProbeReactor) -> ObservationToken {
+        let inner = Locked<ObservationToken?>(reactor.observe { _ in })
+        return reactor.observe { _ in _ = inner }
+    }
+
+    /// Runs `body` on another thread; false when it has not returned within 10 s.
+    private func finishes(_ body: @escaping @Sendable () -> Void) async -> Bool {
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            body()
+            finished.signal()
+        }
+        return await wait(for: finished)
+    }
+
     @Test func cancelByIDStopsInFlightWork() async {
         let clock = TestClock()
         let reactor = SearchReactor(latency: .milliseconds(300), clock: clock)

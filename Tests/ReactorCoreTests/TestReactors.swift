@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 import ReactorCore
 import ReactorTesting
@@ -119,5 +120,15 @@ final class ProbeReactor: Reactor {
             state.lastIndexBySender[sender] = index
         }
         return state
+    }
+}
+
+/// Waits on a semaphore off the cooperative pool, so a blocked wait does not hold a task thread.
+/// - Returns: false when `seconds` passed first (the code under test is stuck).
+func wait(for semaphore: DispatchSemaphore, seconds: Int = 10) async -> Bool {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(returning: semaphore.wait(timeout: .now() + .seconds(seconds)) == .success)
+        }
     }
 }
