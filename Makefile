@@ -53,15 +53,14 @@ fuzz: deps
 ## The Swift test suite under ThreadSanitizer, then AddressSanitizer, each in its own scratch path;
 ## both always run, and the target fails if either does. Servers the tests start are built with
 ## the same sanitizer; ServerProcess.stop() fails a test whose server did not exit 0. Under
-## AddressSanitizer each server is also checked for memory it lost by the time it exits
-## (LeakSanitizer, with Tests/leak-suppressions.txt); the test runner is not, as XCTest and
-## URLSession's libcurl lose memory of their own.
+## AddressSanitizer the test runner and each server it starts are also checked for memory they
+## lost by the time they exit (LeakSanitizer, with Tests/leak-suppressions.txt).
 sanitize: deps
 	@status=0; \
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan && \
 	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan || status=1; \
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan && \
-	  ASAN_OPTIONS=detect_leaks=0 REACTOR_SERVER_ASAN_OPTIONS=detect_leaks=1 \
+	  ASAN_OPTIONS=detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/leak-suppressions.txt:print_suppressions=0 \
 	  $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan || status=1; \
 	exit $$status

@@ -106,7 +106,10 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
         let source = LastWords()
         let server = try startServer { _ in .stream(headers: [:], source: source) }
         source.server.withLock { $0 = server }
-        defer { server.shutdown() }
+        defer {
+            server.shutdown()
+            source.server.withLock { $0 = nil }  // the server's handler holds the source
+        }
         let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/last-words"])
         #expect(result.output == "hello\nbye\n")
     }

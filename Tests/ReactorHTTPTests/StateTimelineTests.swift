@@ -25,8 +25,8 @@ import Testing
         #expect(timeline.subscriberCount == 3)
         #expect(subscribers.map(timeline.isAttached) == [true, false, true, true, false])
 
-        try timeline.attach(makeSubscriber(timeline))
-        try timeline.attach(makeSubscriber(timeline))
+        let late = (0..<2).map { _ in makeSubscriber(timeline) }
+        for subscriber in late { try timeline.attach(subscriber) }
         #expect(throws: Problem.self) { try timeline.attach(makeSubscriber(timeline)) }
 
         timeline.detach(subscribers[0])
@@ -34,6 +34,8 @@ import Testing
         for subscriber in [subscribers[3], subscribers[2]] { timeline.detach(subscriber) }
         #expect(timeline.subscriberCount == 2)
         #expect(subscribers.map(timeline.isAttached) == [false, false, false, false, false])
+        for subscriber in late.reversed() { timeline.detach(subscriber) }
+        #expect(timeline.subscriberCount == 0)
     }
 
     @Test func onlyTheLatestVersionKeepsItsSnapshotAndRequestsForItShareOne() {

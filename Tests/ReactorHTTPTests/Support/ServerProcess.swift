@@ -26,9 +26,6 @@ final class ServerProcess: Sendable {
     /// Starts the server and waits (bounded) for the line announcing its port.
     init(arguments: [String] = [], environment: [String: String] = [:]) throws {
         var env = ProcessInfo.processInfo.environment
-        // `make sanitize` checks the server for leaks at exit with options of its own: the test
-        // runner's (leak checks off) are inherited otherwise.
-        if let options = env["REACTOR_SERVER_ASAN_OPTIONS"] { env["ASAN_OPTIONS"] = options }
         for (key, value) in environment { env[key] = value }
         let process = try SpawnedProcess(
             executable: Self.executable.path,
