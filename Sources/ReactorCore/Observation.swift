@@ -62,7 +62,9 @@ public final class ObservationToken: Sendable {
         self.onCancel = Locked(onCancel)
     }
 
-    /// Unregisters the observer. Idempotent. A call already under way may still complete.
+    /// Unregisters the observer and lets go of it (and of what its closure holds): at once, or,
+    /// while the reactor is applying actions, as soon as the work in hand is applied.
+    /// Idempotent. A call already under way may still complete.
     public func cancel() {
         let action = onCancel.withLock { action in
             defer { action = nil }
