@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "ReactorServer", path: "../.."),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // Counts calls to malloc and friends by replacing them in the executable (glibc).
@@ -29,6 +30,7 @@ let package = Package(
                 .product(name: "MicroHTTP", package: "ReactorServer"),
                 .product(name: "ReactorHTTP", package: "ReactorServer"),
                 .product(name: "ReactorExamples", package: "ReactorServer"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ],

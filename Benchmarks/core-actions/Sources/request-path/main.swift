@@ -1,3 +1,4 @@
+import Logging
 import MallocCounter
 import MicroHTTP
 import ReactorExamples
@@ -7,7 +8,16 @@ import ReactorHTTP
 // server builds it → router → route → reactor → response (with metrics), on one thread.
 // The baseline is a router whose only route answers a fixed body, like the C ceiling server.
 
-let count = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 300_000
+// Usage: request-path [REQUESTS] [INSTANCES [SPREAD]]. With INSTANCES, POSTs spread over that
+// many counters are measured too, against the same POSTs spread over 100 of them (the
+// many-instances scenario of Benchmarks/run without sockets, threads or the load generator).
+// With SPREAD, only POSTs spread over that many of the counters are measured: two runs under
+// `valgrind --tool=cachegrind` that differ only in SPREAD count the cache misses that spreading
+// adds (the difference of their totals, divided by REQUESTS).
+let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+let count = arguments.first ?? 300_000
+let instances = arguments.dropFirst().first ?? 0
+let onlySpread = arguments.dropFirst(2).first
 let warmup = 10_000
 
 var registry = ReactorRegistry()
@@ -16,16 +26,28 @@ var configuration = ReactorServiceConfiguration()
 // The reactor's work runs on the measuring thread, as part of each request, rather than on the
 // service's reactor threads, where this loop would not see its cost.
 configuration.reactorThreads = 0
-let service = ReactorService(registry: registry, configuration: configuration)
+// With many instances, rings that stop growing after two actions, so that the spread rows count
+// what every action touches rather than histories still growing into fresh memory.
+if instances > 0 { configuration.historyCapacity = 8 }
+configuration.maxInstances = max(configuration.maxInstances, instances + 1)
+// Quiet: creating thousands of counters would otherwise log a line each.
+var logger = Logger(label: "request-path")
+logger.logLevel = .warning
+let service = ReactorService(registry: registry, configuration: configuration, logger: logger)
 let router = service.makeRouter()
 
-let created = router.handle(HTTPRequest(method: .POST, target: "/reactors", headers: ["Content-Type": "application/json"],
-                                        body: Array(#"{"type":"counter"}"#.utf8)))
-let createdBody = created.body
-guard created.status == 201,
-      let id = String(decoding: createdBody, as: UTF8.self).split(separator: "\"").dropFirst(3).first else {
-    fatalError("could not create a counter: \(created.status)")
+/// Creates a counter and returns its id.
+func createCounter() -> Substring {
+    let created = router.handle(HTTPRequest(method: .POST, target: "/reactors", headers: ["Content-Type": "application/json"],
+                                            body: Array(#"{"type":"counter"}"#.utf8)))
+    let createdBody = created.body
+    guard created.status == 201,
+          let id = String(decoding: createdBody, as: UTF8.self).split(separator: "\"").dropFirst(3).first else {
+        fatalError("could not create a counter: \(created.status)")
+    }
+    return id
 }
+let id = createCounter()
 
 /// Headers as curl or wrk send them.
 let postHeaders: HTTPHeaders = ["Host": "127.0.0.1:8080", "Content-Type": "application/json", "Content-Length": "10"]
@@ -66,11 +88,42 @@ func measure(_ name: String, expect status: Int, using router: Router, _ makeReq
     return Row(name: name, nanoseconds: seconds * 1e9 / Double(count), allocations: Double(allocations) / Double(count))
 }
 
-let rows = [
+var rows = onlySpread != nil ? [] : [
     measure("POST /reactors/{id}/actions \"increase\"", expect: 202, using: router, post),
     measure("GET /reactors/{id}", expect: 200, using: router, get),
     measure("baseline: fixed body through the router", expect: 200, using: fixedRouter, post),
 ]
+
+if instances > 0 {
+    let paths = (0..<instances).map { _ in "/reactors/\(createCounter())/actions" }
+    // Two actions each first, so every counter's ring and queue exist before measuring.
+    for path in paths {
+        for _ in 0..<2 {
+            let request = HTTPRequest(method: .POST, path: path, query: [:], headers: postHeaders, body: action)
+            precondition(router.handle(request).status == 202)
+        }
+    }
+    /// POSTs visiting the first `spread` counters in a scattered order (a step of about 0.618 of
+    /// them, coprime with their number), so that neighbouring instances are not hit in turn.
+    func spreadPosts(over spread: Int) -> () -> HTTPRequest {
+        var step = max(1, Int(Double(spread) * 0.618))
+        while gcd(step, spread) != 1 { step += 1 }
+        var index = 0
+        return {
+            index = (index + step) % spread
+            return HTTPRequest(method: .POST, path: paths[index], query: [:], headers: postHeaders, body: action)
+        }
+    }
+    if let onlySpread {
+        let spread = min(max(1, onlySpread), instances)
+        rows.append(measure("POST spread over \(spread) of the counters", expect: 202, using: router, spreadPosts(over: spread)))
+    } else {
+        rows.append(measure("POST spread over 100 of the counters", expect: 202, using: router, spreadPosts(over: min(100, instances))))
+        rows.append(measure("POST spread over all \(instances) counters", expect: 202, using: router, spreadPosts(over: instances)))
+    }
+}
+
+func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
 
 print("request-path: \(count) requests each, one thread (release build)")
 for row in rows {
