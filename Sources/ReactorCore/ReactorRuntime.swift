@@ -288,16 +288,18 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     @usableFromInline static func removeObserver(_ id: UInt64, from shared: Locked<SharedState>) {
-        // The observer is handed out of the lock and let go there: letting go of it can run
-        // code that takes the lock again (a token its closure owned, cancelling itself).
-        let removed = shared.withLock { shared -> [StateObserver] in
-            var removed = shared.waitingObservers.removeValue(forKey: id).map { [$0] } ?? []
-            if let index = shared.observers.firstIndex(where: { $0.id == id }) {
-                removed.append(shared.observers.remove(at: index).observer)
-            }
-            return removed
+        // The observer is handed out of the lock and let go here, after it: letting go of it can
+        // run code that takes the lock again (a token its closure owned, cancelling itself).
+        _ = shared.withLock { shared in
+            (shared.waitingObservers.removeValue(forKey: id), take(id, from: &shared.observers))
         }
-        _ = removed
+    }
+
+    /// Takes the observer registered as `id` out of `list`, so that the caller lets go of it
+    /// after the lock (see `removeObserver`).
+    @usableFromInline static func take<Observer>(_ id: UInt64, from list: inout [(id: UInt64, observer: Observer)]) -> Observer? {
+        guard let index = list.firstIndex(where: { $0.id == id }) else { return nil }
+        return list.remove(at: index).observer
     }
 
     @usableFromInline func addErrorObserver(
@@ -318,11 +320,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         let shared = self.shared
         return ObservationToken {
             // Let go of after the lock, as in `removeObserver`.
-            let removed = shared.withLock { shared -> ErrorObserver? in
-                guard let index = shared.errorObservers.firstIndex(where: { $0.id == id }) else { return nil }
-                return shared.errorObservers.remove(at: index).observer
-            }
-            _ = removed
+            _ = shared.withLock { Self.take(id, from: &$0.errorObservers) }
         }
     }
 
