@@ -102,15 +102,12 @@ private func eventually(_ condition: () -> Bool) async throws {
         let reactor = GatedReactor()
         reactor.applyActions(on: pool)
         // Sent from a thread of its own: were the sender to apply the action, `send` would
-        // not return until the gate opened, and `sent` would time out.
-        let sent = DispatchSemaphore(value: 0)
+        // not return until the gate opened, and the wait for it would time out.
         let sender = Locked("")
-        DispatchQueue.global().async {
+        #expect(await finishes {
             sender.withLock { $0 = currentThreadName() }
             reactor.send(.hold)
-            sent.signal()
-        }
-        #expect(await wait(for: sent), "send did not return while mutate was blocked")
+        }, "send did not return while mutate was blocked")
         let queued = reactor.send(.add(7))
         #expect(await wait(for: reactor.holding))
         #expect(reactor.currentState.total == 0)

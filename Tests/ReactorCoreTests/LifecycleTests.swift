@@ -165,16 +165,6 @@ import Testing
         return reactor.observe { _ in _ = inner }
     }
 
-    /// Runs `body` on another thread; false when it has not returned within 10 s.
-    private func finishes(_ body: @escaping @Sendable () -> Void) async -> Bool {
-        let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            body()
-            finished.signal()
-        }
-        return await wait(for: finished)
-    }
-
     @Test func cancelByIDStopsInFlightWork() async {
         let clock = TestClock()
         let reactor = SearchReactor(latency: .milliseconds(300), clock: clock)

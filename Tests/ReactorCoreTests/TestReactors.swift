@@ -132,3 +132,14 @@ func wait(for semaphore: DispatchSemaphore, seconds: Int = 10) async -> Bool {
         }
     }
 }
+
+/// Runs `body` on another thread; false when it has not returned within 10 s (a `body` that
+/// blocks for ever then holds up only that thread).
+func finishes(_ body: @escaping @Sendable () -> Void) async -> Bool {
+    let finished = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async {
+        body()
+        finished.signal()
+    }
+    return await wait(for: finished)
+}
