@@ -32,11 +32,17 @@ def mean(metric, server):
     return sum(v) / len(v) if v else None
 
 
-def spread(metric, server):
-    v = values.get((metric, server))
+def span(v, scale=1):
+    """ "lowest–highest" of two or more values, else nothing."""
     if not v or len(v) < 2:
         return ""
-    return f"{fmt(min(v))}–{fmt(max(v))}"
+    return f"{fmt(min(v) * scale)}–{fmt(max(v) * scale)}"
+
+
+def with_span(text, v, scale=1):
+    """`text`, then the span of `v` in brackets when there is one."""
+    r = span(v, scale)
+    return f"{text} ({r})" if r else text
 
 
 def fmt(x, unit=""):
@@ -68,10 +74,7 @@ def ratio_cell(metric, other):
     r = ratio(mean(metric, "RS"), mean(metric, other))
     if r is None:
         return "—"
-    paired = round_ratios(metric, "RS", other)
-    if len(paired) < 2:
-        return fmt(r)
-    return f"{fmt(r)} ({fmt(min(paired))}–{fmt(max(paired))})"
+    return with_span(fmt(r), round_ratios(metric, "RS", other))
 
 
 # (scenario, label, metric, unit, scale, target text, check(rs, c, hb) -> bool | None)
@@ -157,11 +160,7 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
         if v is None:
             cells.append("—")
             continue
-        text = fmt(v * scale)
-        rng = values.get((metric, s))
-        if rng and len(rng) > 1:
-            text += f" ({fmt(min(rng) * scale)}–{fmt(max(rng) * scale)})"
-        cells.append(text)
+        cells.append(with_span(fmt(v * scale), values.get((metric, s)), scale))
     met = ""
     if metric == "spread_rps":
         one = mean("one_rps", "RS")
@@ -174,9 +173,8 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
             f"; against 100 of them: RS {few:.2f}×, CPU per request {few_cost:.2f}×"
         # Both runs carry the same traffic; a slow "one" round alone must not pass the target.
         flat = None if r is None else (r >= 0.9 and (few is None or few >= 0.9))
-        rounds = round_ratios("spread_rps", "RS", "RS", "few_rps")
-        rounds_text = "" if len(rounds) < 2 else \
-            f"; rounds against 100 of them {fmt(min(rounds))}–{fmt(max(rounds))}×"
+        rounds = span(round_ratios("spread_rps", "RS", "RS", "few_rps"))
+        rounds_text = f"; rounds against 100 of them {rounds}×" if rounds else ""
         met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
                                     f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text})")
     elif check is not None:

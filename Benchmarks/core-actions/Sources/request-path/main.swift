@@ -54,9 +54,11 @@ let postHeaders: HTTPHeaders = ["Host": "127.0.0.1:8080", "Content-Type": "appli
 let getHeaders: HTTPHeaders = ["Host": "127.0.0.1:8080"]
 let action = Array(#""increase""#.utf8)
 
-func post() -> HTTPRequest {
-    HTTPRequest(method: .POST, path: "/reactors/\(id)/actions", query: [:], headers: postHeaders, body: action)
+/// `POST "increase"` to `path`, as the server builds it.
+func post(to path: String) -> HTTPRequest {
+    HTTPRequest(method: .POST, path: path, query: [:], headers: postHeaders, body: action)
 }
+func post() -> HTTPRequest { post(to: "/reactors/\(id)/actions") }
 func get() -> HTTPRequest {
     HTTPRequest(method: .GET, path: "/reactors/\(id)", query: [:], headers: getHeaders, body: [])
 }
@@ -98,10 +100,7 @@ if instances > 0 {
     let paths = (0..<instances).map { _ in "/reactors/\(createCounter())/actions" }
     // Two actions each first, so every counter's ring and queue exist before measuring.
     for path in paths {
-        for _ in 0..<2 {
-            let request = HTTPRequest(method: .POST, path: path, query: [:], headers: postHeaders, body: action)
-            precondition(router.handle(request).status == 202)
-        }
+        for _ in 0..<2 { precondition(router.handle(post(to: path)).status == 202) }
     }
     /// POSTs visiting the first `spread` counters in a scattered order (a step of about 0.618 of
     /// them, coprime with their number), so that neighbouring instances are not hit in turn.
@@ -111,7 +110,7 @@ if instances > 0 {
         var index = 0
         return {
             index = (index + step) % spread
-            return HTTPRequest(method: .POST, path: paths[index], query: [:], headers: postHeaders, body: action)
+            return post(to: paths[index])
         }
     }
     if let onlySpread {
