@@ -17,25 +17,37 @@ protocol StateLog: AnyObject {
 /// built when a reader first asks for that version and kept with it, so the states nobody reads
 /// (actions POSTed while no stream is open) never become objects.
 ///
-/// The states live in a buffer of `State`s beside an array of a concrete type, rather than in an
-/// array of a generic entry type: the service runs this code unspecialised (it is generic over
-/// a reactor the service module never sees), and there every use of a type built from `State`,
-/// such as `[Entry]`, would look up that type's metadata in the runtime's tables — per access.
+/// Publishing touches as little memory as it can, since with many instances most logs are cold
+/// when a state arrives: the ring holds consecutive versions, so it stores no version per state
+/// (the newest one and the count place every other), and the shared objects live in a buffer of
+/// their own that exists only once something has read the log.
+///
+/// The states live in a buffer of `State`s rather than in an array of a generic entry type: the
+/// service runs this code unspecialised (it is generic over a reactor the service module never
+/// sees), and there every use of a type built from `State`, such as `[Entry]`, would look up that
+/// type's metadata in the runtime's tables — per access.
 ///
 /// `@unchecked Sendable`: the publisher holds it (through ``StatePublisher``) and the timeline's
 /// storage holds it, and both touch it only inside the timeline's lock — `StateTimeline.publish`,
 /// `latest`, `current` and `states(after:)` are the only callers, each within `storage.withLock`.
-/// The buffer is owned here alone and never handed out. For the same reason the fields are
+/// The buffers are owned here alone and never handed out. For the same reason the fields are
 /// `@exclusivity(unchecked)`: the lock keeps accesses apart, so dynamic checks would only cost time.
 final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sendable {
-    /// The ring's states; the first `slots.count` are initialised. Oldest at `start`.
-    @exclusivity(unchecked) private var states: UnsafeMutablePointer<State>
-    /// How many states `states` has room for.
-    @exclusivity(unchecked) private var allocated: Int
-    /// What goes with the state at the same index.
-    @exclusivity(unchecked) private var slots: [StateLogSlot]
+    // What publishing uses comes first, next to the object's header.
+
+    /// The newest state's version. The ring holds versions `newestVersion - count + 1` through
+    /// `newestVersion`, one per state, oldest at `start`.
+    @exclusivity(unchecked) private(set) var newestVersion: UInt64 = 0
+    /// How many states the ring holds; the first `count` of `states` are initialised.
+    @exclusivity(unchecked) private var count = 1
     @exclusivity(unchecked) private var start = 0
-    /// Entries kept: the history's capacity, and at least the newest state.
+    /// How many states `states` has room for (at most `capacity`).
+    @exclusivity(unchecked) private var allocated = 1
+    @exclusivity(unchecked) private var states: UnsafeMutablePointer<State>
+    /// The shared object of the state at the same index, once a reader asked for it; `allocated`
+    /// entries, all initialised. Nil until the first reader.
+    @exclusivity(unchecked) private var shared: UnsafeMutablePointer<(any VersionedState)?>?
+    /// States kept: the history's capacity, and at least the newest state.
     private let capacity: Int
     /// False with a history capacity of 0: only the newest state is kept, and nothing replays.
     private let keepsHistory: Bool
@@ -48,74 +60,93 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         keepsHistory = historyCapacity > 0
         // The ring grows as states arrive rather than reserving its capacity up front: most
         // instances publish few states, and 100,000 idle instances should cost little.
-        allocated = 1
         states = .allocate(capacity: 1)
         states.initialize(to: initial)
-        slots = [StateLogSlot(version: 0)]
     }
 
     deinit {
-        states.deinitialize(count: slots.count)
+        // The ring is either not yet wrapped (`0..<count`) or full (every allocated state).
+        states.deinitialize(count: count)
         states.deallocate()
+        if let shared {
+            shared.deinitialize(count: allocated)
+            shared.deallocate()
+        }
     }
 
-    private var newestIndex: Int { (start + slots.count - 1) % slots.count }
+    private var newestIndex: Int { (start + count - 1) % count }
 
-    var newestVersion: UInt64 { slots[newestIndex].version }
-
-    /// Adds a state newer than the newest, dropping the oldest when the ring is full.
+    /// Adds a state newer than the newest, dropping the oldest when the ring is full. A version
+    /// that does not follow the newest starts the history again from it (the ring holds only
+    /// consecutive versions), so nothing replays across the gap.
     func append(_ state: State, version: UInt64) {
-        let count = slots.count
+        if version != newestVersion &+ 1 { clear() }
         if count < capacity {
-            // Not yet full, so not yet wrapped: the ring is `0..<count` in order.
+            // Not yet full, so not yet wrapped: the ring is `0..<count` in order, and the shared
+            // object at `count` is nil.
             if count == allocated { grow(to: min(capacity, max(8, count * 2))) }
             (states + count).initialize(to: state)
-            slots.append(StateLogSlot(version: version))
+            count += 1
         } else {
             states[start] = state
-            slots[start] = StateLogSlot(version: version)
-            start = (start + 1) % capacity
+            shared?[start] = nil
+            start = start + 1 == capacity ? 0 : start + 1
         }
+        newestVersion = version
+    }
+
+    /// Drops every state, keeping the buffers.
+    private func clear() {
+        states.deinitialize(count: count)
+        shared?.update(repeating: nil, count: allocated)
+        count = 0
+        start = 0
     }
 
     private func grow(to newAllocated: Int) {
         let grown = UnsafeMutablePointer<State>.allocate(capacity: newAllocated)
-        grown.moveInitialize(from: states, count: slots.count)
+        grown.moveInitialize(from: states, count: count)
         states.deallocate()
         states = grown
+        if let old = shared {
+            let grownShared = makeShared(count: newAllocated)
+            grownShared.moveUpdate(from: old, count: count)
+            (old + count).deinitialize(count: allocated - count)
+            old.deallocate()
+            shared = grownShared
+        }
         allocated = newAllocated
-        slots.reserveCapacity(newAllocated)
+    }
+
+    private func makeShared(count: Int) -> UnsafeMutablePointer<(any VersionedState)?> {
+        let buffer = UnsafeMutablePointer<(any VersionedState)?>.allocate(capacity: count)
+        buffer.initialize(repeating: nil, count: count)
+        return buffer
     }
 
     func newest() -> any VersionedState { sharedState(at: newestIndex) }
 
     func states(after version: UInt64) -> [any VersionedState]? {
         guard keepsHistory else { return nil }
-        // A version this instance never published, or too old to replay: a fresh snapshot.
-        // (In this order: `version + 1` cannot overflow once `version` is at most the newest.)
-        guard version <= newestVersion, version + 1 >= slots[start].version else { return nil }
-        var result: [any VersionedState] = []
-        for offset in 0..<slots.count {
-            let index = (start + offset) % slots.count
-            if slots[index].version > version { result.append(sharedState(at: index)) }
-        }
-        return result
+        // A version this instance never published: a fresh snapshot.
+        guard version <= newestVersion else { return nil }
+        if version == newestVersion { return [] }
+        // Too old to replay (some version after it was dropped): a fresh snapshot. `version + 1`
+        // cannot overflow here, `version` being below the newest.
+        let oldest = newestVersion - UInt64(count - 1)
+        guard version + 1 >= oldest else { return nil }
+        return (Int(version + 1 - oldest)..<count).map { sharedState(at: (start + $0) % count) }
     }
 
     private func sharedState(at index: Int) -> any VersionedState {
-        if let built = slots[index].shared { return built }
-        let built = sharedType.init(version: slots[index].version, state: states[index])
-        slots[index].shared = built
+        let shared = self.shared ?? makeShared(count: allocated)
+        self.shared = shared
+        if let built = shared[index] { return built }
+        let offset = (index - start + count) % count
+        let built = sharedType.init(version: newestVersion - UInt64(count - 1 - offset), state: states[index])
+        shared[index] = built
         return built
     }
-}
-
-/// The version and shared object of one state in a ``TypedStateLog``. Not nested in the generic
-/// log, so it is a concrete type even where the log runs unspecialised.
-struct StateLogSlot {
-    let version: UInt64
-    /// The state's shared object, once a reader asked for it.
-    var shared: (any VersionedState)?
 }
 
 /// Publishes an instance's states to its timeline: the typed end of the timeline's log, held by

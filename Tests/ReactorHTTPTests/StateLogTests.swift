@@ -31,6 +31,18 @@ import Testing
         #expect(log.states(after: .max) == nil)
     }
 
+    @Test func aGapInVersionsRestartsTheHistory() throws {
+        let log = log(capacity: 4, publishedThrough: 2)
+        log.append(50, version: 5)  // 3 and 4 never arrived
+        #expect(log.newestVersion == 5)
+        #expect(log.states(after: 2) == nil)
+        #expect(log.states(after: 3) == nil)
+        #expect(try #require(log.states(after: 4)).map(\.json) == [Array("50".utf8)])
+        log.append(60, version: 6)
+        #expect(try #require(log.states(after: 4)).map(\.version) == [5, 6])
+        #expect(log.newest().json == Array("60".utf8))
+    }
+
     @Test func aCapacityOfZeroKeepsOnlyTheNewestAndReplaysNothing() {
         let log = log(capacity: 0, publishedThrough: 3)
         #expect(log.newestVersion == 3)
