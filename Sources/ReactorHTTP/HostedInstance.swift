@@ -2,18 +2,30 @@ import Logging
 import ReactorCore
 import Synchronization
 
-/// What every hosted instance shares with its service.
-struct InstanceContext: Sendable {
+/// What every hosted instance shares with its service: one object, built with the service and
+/// referenced by each instance, so an instance holds one reference rather than a copy of it all.
+final class InstanceContext: Sendable {
     /// Monotonic nanoseconds, for idle expiry. First: every request reads it.
-    var now: @Sendable () -> UInt64
-    var historyCapacity: Int
-    var subscriberLimit: Int
-    var metrics: ServiceMetrics
-    var logger: Logger
+    let now: @Sendable () -> UInt64
+    let historyCapacity: Int
+    let subscriberLimit: Int
+    let metrics: ServiceMetrics
+    let logger: Logger
     /// Where instances' actions are applied; `nil`: on the thread that sends them.
-    var drainPool: DrainPool?
+    let drainPool: DrainPool?
     /// How long a call into the reactor may run before the instance counts as stalled.
-    var stallTimeout: Duration
+    let stallTimeout: Duration
+
+    init(now: @escaping @Sendable () -> UInt64, historyCapacity: Int, subscriberLimit: Int,
+         metrics: ServiceMetrics, logger: Logger, drainPool: DrainPool?, stallTimeout: Duration) {
+        self.now = now
+        self.historyCapacity = historyCapacity
+        self.subscriberLimit = subscriberLimit
+        self.metrics = metrics
+        self.logger = logger
+        self.drainPool = drainPool
+        self.stallTimeout = stallTimeout
+    }
 }
 
 /// A reactor instance as the HTTP layer sees it: JSON in, versioned JSON states out.

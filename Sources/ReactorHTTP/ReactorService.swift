@@ -17,6 +17,8 @@ public final class ReactorService: Sendable {
     /// The threads that apply every instance's actions, apart from the HTTP threads; `nil`
     /// when actions are applied on the HTTP threads.
     let drainPool: DrainPool?
+    /// What every instance shares with the service.
+    private let instanceContext: InstanceContext
     private let openStreams = Atomic<Int>(0)
     private let requestCount = Atomic<UInt64>(0)
     private let typesJSON: [UInt8]
@@ -32,6 +34,10 @@ public final class ReactorService: Sendable {
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
         self.drainPool = configuration.reactorThreads > 0
             ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
+        self.instanceContext = InstanceContext(
+            now: configuration.now, historyCapacity: configuration.historyCapacity,
+            subscriberLimit: configuration.maxStreamsPerInstance, metrics: metrics, logger: logger,
+            drainPool: drainPool, stallTimeout: configuration.stallTimeout)
         var types: [UInt8] = Array(#"{"types":["#.utf8)
         for (index, type) in registry.allTypes.enumerated() {
             if index > 0 { types.append(UInt8(ascii: ",")) }
@@ -132,11 +138,7 @@ public final class ReactorService: Sendable {
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
-        let context = InstanceContext(now: configuration.now, historyCapacity: configuration.historyCapacity,
-                                      subscriberLimit: configuration.maxStreamsPerInstance,
-                                      metrics: metrics, logger: logger,
-                                      drainPool: drainPool, stallTimeout: configuration.stallTimeout)
-        let instance = try store.create { id in type.host(id, context) }
+        let instance = try store.create { id in type.host(id, instanceContext) }
         metrics.instanceCount(store.count)
         logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
         // Not kept with the state: most instances are never read at their first version.
