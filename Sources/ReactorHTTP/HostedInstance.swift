@@ -5,7 +5,7 @@ import Synchronization
 /// What every hosted instance shares with its service: one object, built with the service and
 /// referenced by each instance, so an instance holds one reference rather than a copy of it all.
 final class InstanceContext: Sendable {
-    /// Monotonic nanoseconds, for idle expiry. First: every request reads it.
+    /// Monotonic nanoseconds, for idle expiry.
     let now: @Sendable () -> UInt64
     let historyCapacity: Int
     let subscriberLimit: Int

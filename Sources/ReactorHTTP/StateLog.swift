@@ -41,14 +41,14 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
     /// How many states the ring holds; the first `count` of `states` are initialised.
     @exclusivity(unchecked) private var count = 1
     @exclusivity(unchecked) private var start = 0
-    /// How many states `states` has room for (at most `capacity`).
-    @exclusivity(unchecked) private var allocated = 1
+    /// States kept: the history's capacity, and at least the newest state.
+    private let capacity: Int
     @exclusivity(unchecked) private var states: UnsafeMutablePointer<State>
     /// The shared object of the state at the same index, once a reader asked for it; `allocated`
     /// entries, all initialised. Nil until the first reader.
     @exclusivity(unchecked) private var shared: UnsafeMutablePointer<(any VersionedState)?>?
-    /// States kept: the history's capacity, and at least the newest state.
-    private let capacity: Int
+    /// How many states `states` has room for (at most `capacity`).
+    @exclusivity(unchecked) private var allocated = 1
     /// False with a history capacity of 0: only the newest state is kept, and nothing replays.
     private let keepsHistory: Bool
     /// Looked up once here rather than for every object built.
@@ -139,8 +139,13 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
     }
 
     private func sharedState(at index: Int) -> any VersionedState {
-        let shared = self.shared ?? makeShared(count: allocated)
-        self.shared = shared
+        let shared: UnsafeMutablePointer<(any VersionedState)?>
+        if let existing = self.shared {
+            shared = existing
+        } else {
+            shared = makeShared(count: allocated)
+            self.shared = shared
+        }
         if let built = shared[index] { return built }
         let offset = (index - start + count) % count
         let built = sharedType.init(version: newestVersion - UInt64(count - 1 - offset), state: states[index])
