@@ -43,6 +43,40 @@ import Testing
         #expect(log.newest().json == Array("60".utf8))
     }
 
+    /// Random appends (some skipping versions) and reads against a plain array of what the log
+    /// should hold, across capacities that wrap, grow and never grow.
+    @Test(arguments: [0, 1, 2, 3, 8, 20])
+    func agreesWithASimpleModel(capacity: Int) throws {
+        var random = SplitMix64(seed: UInt64(capacity) &+ 1)
+        let log = TypedStateLog(initial: 0, historyCapacity: capacity)
+        var model: [(version: UInt64, value: Int)] = [(0, 0)]
+        for step in 1...2_000 {
+            let newest = model[model.count - 1].version
+            if random.next() % 10 < 7 {
+                let version = newest + (random.next() % 10 == 0 ? 2 + random.next() % 4 : 1)
+                let value = step
+                log.append(value, version: version)
+                if version != newest + 1 { model.removeAll() }
+                model.append((version, value))
+                if model.count > max(1, capacity) { model.removeFirst() }
+            } else {
+                let asked = newest.saturatingSubtract(40) + random.next() % 43
+                let expected: [(version: UInt64, value: Int)]?
+                if capacity == 0 || asked > newest || asked + 1 < model[0].version {
+                    expected = nil
+                } else {
+                    expected = model.filter { $0.version > asked }
+                }
+                let replayed = log.states(after: asked)
+                #expect(replayed?.map(\.version) == expected?.map(\.version), "after \(asked), step \(step)")
+                #expect(replayed?.map(\.json) == expected?.map { Array(String($0.value).utf8) })
+                if let last = replayed?.last { #expect(last === log.newest()) }
+            }
+            #expect(log.newestVersion == model[model.count - 1].version)
+            #expect(log.newest().json == Array(String(model[model.count - 1].value).utf8))
+        }
+    }
+
     @Test func aCapacityOfZeroKeepsOnlyTheNewestAndReplaysNothing() {
         let log = log(capacity: 0, publishedThrough: 3)
         #expect(log.newestVersion == 3)
@@ -71,6 +105,23 @@ import Testing
         }
         #expect(live.value.load(ordering: .relaxed) == 0)
     }
+}
+
+/// A small seeded generator, so a failing sequence can be replayed.
+private struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+private extension UInt64 {
+    func saturatingSubtract(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
 }
 
 /// How many probes' tokens are alive.
