@@ -74,8 +74,6 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         }
     }
 
-    private var newestIndex: Int { (start + count - 1) % count }
-
     /// Adds a state newer than the newest, dropping the oldest when the ring is full. A version
     /// that does not follow the newest starts the history again from it (the ring holds only
     /// consecutive versions), so nothing replays across the gap.
@@ -124,7 +122,7 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         return buffer
     }
 
-    func newest() -> any VersionedState { sharedState(at: newestIndex) }
+    func newest() -> any VersionedState { sharedState(atOffset: count - 1) }
 
     func states(after version: UInt64) -> [any VersionedState]? {
         guard keepsHistory else { return nil }
@@ -135,10 +133,12 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
         // cannot overflow here, `version` being below the newest.
         let oldest = newestVersion - UInt64(count - 1)
         guard version + 1 >= oldest else { return nil }
-        return (Int(version + 1 - oldest)..<count).map { sharedState(at: (start + $0) % count) }
+        return (Int(version + 1 - oldest)..<count).map(sharedState(atOffset:))
     }
 
-    private func sharedState(at index: Int) -> any VersionedState {
+    /// The shared object of the state `offset` places after the oldest, built on first use.
+    private func sharedState(atOffset offset: Int) -> any VersionedState {
+        let index = (start + offset) % count
         let shared: UnsafeMutablePointer<(any VersionedState)?>
         if let existing = self.shared {
             shared = existing
@@ -147,7 +147,6 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
             self.shared = shared
         }
         if let built = shared[index] { return built }
-        let offset = (index - start + count) % count
         let built = sharedType.init(version: newestVersion - UInt64(count - 1 - offset), state: states[index])
         shared[index] = built
         return built
