@@ -1,19 +1,13 @@
 import Foundation
 
-/// The service's JSON coders, made once and shared: states are encoded with sorted keys so
-/// equal states give equal bytes (and equal ETags).
+/// The service's JSON coding: states are encoded with sorted keys so equal states give equal
+/// bytes (and equal ETags); bodies are decoded by one shared `JSONDecoder`.
 enum JSONCoding {
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
     static let decoder = JSONDecoder()
 
-    /// Encodes a value as sorted-key JSON bytes.
+    /// Encodes a value as sorted-key JSON bytes (see `SortedJSONEncoder`).
     static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
-        Array(try encoder.encode(value))
+        try SortedJSONEncoder.encode(value)
     }
 
     /// Encodes a value whose encoding cannot fail in practice (the service's own states);
@@ -23,7 +17,7 @@ enum JSONCoding {
             return try encode(value)
         } catch {
             var bytes: [UInt8] = []
-            JSONObjectWriter.appendEscaped("state could not be encoded: \(error)", to: &bytes)
+            JSONText.appendString("state could not be encoded: \(error)", to: &bytes)
             return bytes
         }
     }
