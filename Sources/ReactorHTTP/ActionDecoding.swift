@@ -33,7 +33,7 @@ enum ActionDecoding {
             // `{"increase":{}}` for an action whose Codable form is the bare string "increase".
             if let payload = object[caseName] as? [String: Any], payload.isEmpty {
                 var quoted: [UInt8] = []
-                JSONObjectWriter.appendEscaped(caseName, to: &quoted)
+                JSONText.appendString(caseName, to: &quoted)
                 if let action = try? JSONCoding.decoder.decode(type, from: Data(quoted)) { return action }
             }
             throw Problem.invalidAction("unknown action '\(caseName)'")
