@@ -93,6 +93,11 @@ func measure(_ name: String, expect status: Int, using router: Router, _ makeReq
 var rows = onlySpread != nil ? [] : [
     measure("POST /reactors/{id}/actions \"increase\"", expect: 202, using: router, post),
     measure("GET /reactors/{id}", expect: 200, using: router, get),
+    // Each GET reads a version nobody has read yet, so its state is encoded to JSON.
+    measure("POST, then GET of the new version (timed as a pair)", expect: 200, using: router) {
+        precondition(router.handle(post()).status == 202)
+        return get()
+    },
     measure("baseline: fixed body through the router", expect: 200, using: fixedRouter, post),
 ]
 
