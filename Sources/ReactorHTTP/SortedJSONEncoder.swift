@@ -17,7 +17,10 @@ enum SortedJSONEncoder {
     /// - Throws: `EncodingError.invalidValue` for a non-finite number, nesting deeper than
     ///   Foundation allows, or a top-level value that encodes nothing.
     static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
-        try JSONStreamEncoder.encode(value) ?? encodeThroughTree(value)
+        let bytes = try JSONStreamEncoder.encode(value) ?? encodeThroughTree(value)
+        // The bytes are kept with the state, as long as its instance holds it: no spare room
+        // (the writers reserve more than a small state needs).
+        return bytes.capacity > bytes.count + 16 ? bytes.withUnsafeBufferPointer { Array($0) } : bytes
     }
 
     /// Encodes `value` by building its `JSONTree` first: slower, but any use of containers works.

@@ -109,6 +109,14 @@ import Testing
         try expectSameBytes(InOrder())
     }
 
+    /// The bytes are kept with their state for as long as its instance holds it.
+    @Test func encodedBytesKeepNoSpareRoom() throws {
+        let counter = try SortedJSONEncoder.encode(CounterReactor.State())
+        #expect(counter.capacity <= counter.count + 16)
+        let handWritten = try SortedJSONEncoder.encode(HandWritten())
+        #expect(handWritten.capacity <= handWritten.count + 16)
+    }
+
     @Test func nonFiniteNumbersAndTooDeepNestingAreRefused() {
         #expect(throws: EncodingError.self) { try SortedJSONEncoder.encode([Double.nan]) }
         #expect(throws: EncodingError.self) { try SortedJSONEncoder.encode(["x": Float.infinity]) }
