@@ -103,17 +103,8 @@ final class JSONStreamEncoder: Encoder {
     @discardableResult
     fileprivate func encodeValue<Value: Encodable>(_ value: Value, key: (any CodingKey)?, emptyAsObject: Bool = true) throws -> Bool {
         if misused { return true }
-        // The types Foundation's encoder writes in a form other than their own.
-        if Value.self == Data.self, let data = value as? Data {
-            JSONText.appendString(data.base64EncodedString(), to: &bytes)
-            return true
-        }
-        if Value.self == URL.self, let url = value as? URL {
-            JSONText.appendString(url.absoluteString, to: &bytes)
-            return true
-        }
-        if Value.self == Decimal.self, let decimal = value as? Decimal {
-            bytes.append(contentsOf: decimal.description.utf8)
+        if let scalar = JSONTree.foundationForm(of: value) {
+            try scalar.write(to: &bytes)
             return true
         }
         slots.append(Slot(key: key, depth: frames.count))
@@ -127,7 +118,7 @@ final class JSONStreamEncoder: Encoder {
                 misuse()
                 return true
             }
-            while frames.count > slot.depth { try closeInnermostFrame() }
+            while frames.count > slot.depth { closeInnermostFrame() }
             return true
         }
         if slot.isWritten { return true }
@@ -179,7 +170,7 @@ final class JSONStreamEncoder: Encoder {
     /// Gets the frame `id` ready for its next field or element: closes the containers nested in
     /// it that were left open and writes the comma. Returns the frame's index, or nil (and marks
     /// the encoding misused) when that is not the frame the value being encoded may write to.
-    private func prepareEntry(in id: Int) throws -> Int? {
+    private func prepareEntry(in id: Int) -> Int? {
         guard !misused, let index = frames.lastIndex(where: { $0.id == id }) else {
             misuse()
             return nil
@@ -190,15 +181,15 @@ final class JSONStreamEncoder: Encoder {
             misuse()
             return nil
         }
-        while frames.count > index + 1 { try closeInnermostFrame() }
+        while frames.count > index + 1 { closeInnermostFrame() }
         if frames[index].count > 0 { bytes.append(UInt8(ascii: ",")) }
         frames[index].count += 1
         return index
     }
 
     /// Writes `"key":` as the next field of object `id`; false if the encoding is misused.
-    fileprivate func beginField(_ key: some CodingKey, in id: Int) throws -> Bool {
-        guard let index = try prepareEntry(in: id) else { return false }
+    fileprivate func beginField(_ key: some CodingKey, in id: Int) -> Bool {
+        guard let index = prepareEntry(in: id) else { return false }
         let name = key.stringValue
         let count = frames[index].count
         if count > 1, frames[index].isSorted, !JSONText.keyPrecedes(fields[fields.count - 1].key, name) {
@@ -211,8 +202,8 @@ final class JSONStreamEncoder: Encoder {
     }
 
     /// Writes the comma before the next element of array `id`; false if the encoding is misused.
-    fileprivate func beginElement(in id: Int) throws -> Bool {
-        try prepareEntry(in: id) != nil
+    fileprivate func beginElement(in id: Int) -> Bool {
+        prepareEntry(in: id) != nil
     }
 
     fileprivate func elementCount(of id: Int) -> Int {
@@ -247,7 +238,7 @@ final class JSONStreamEncoder: Encoder {
 
     // MARK: - Closing
 
-    private func closeInnermostFrame() throws {
+    private func closeInnermostFrame() {
         let frame = frames.removeLast()
         guard frame.isObject else {
             bytes.append(UInt8(ascii: "]"))
@@ -307,18 +298,18 @@ extension JSONStreamEncoder {
         /// Written to only while its value is the one being encoded, so its path is the encoder's.
         var codingPath: [any CodingKey] { encoder.codingPath + nestedKeys }
 
-        private func scalar(_ text: String, _ key: Key) throws {
-            if try encoder.beginField(key, in: frameID) { encoder.write(text) }
+        private func scalar(_ text: String, _ key: Key) {
+            if encoder.beginField(key, in: frameID) { encoder.write(text) }
         }
 
         mutating func encodeInteger(_ value: some FixedWidthInteger, forKey key: Key) throws {
-            if try encoder.beginField(key, in: frameID) { encoder.write(integer: value) }
+            if encoder.beginField(key, in: frameID) { encoder.write(integer: value) }
         }
 
-        mutating func encodeNil(forKey key: Key) throws { try scalar("null", key) }
-        mutating func encode(_ value: Bool, forKey key: Key) throws { try scalar(value ? "true" : "false", key) }
+        mutating func encodeNil(forKey key: Key) throws { scalar("null", key) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { scalar(value ? "true" : "false", key) }
         mutating func encode(_ value: String, forKey key: Key) throws {
-            if try encoder.beginField(key, in: frameID) { encoder.write(string: value) }
+            if encoder.beginField(key, in: frameID) { encoder.write(string: value) }
         }
         mutating func encode(_ value: Double, forKey key: Key) throws {
             try scalar(JSONText.number(value, codingPath: codingPath + [key]), key)
@@ -327,20 +318,20 @@ extension JSONStreamEncoder {
             try scalar(JSONText.number(value, codingPath: codingPath + [key]), key)
         }
         mutating func encode<Value: Encodable>(_ value: Value, forKey key: Key) throws {
-            if try encoder.beginField(key, in: frameID) { try encoder.encodeValue(value, key: key) }
+            if encoder.beginField(key, in: frameID) { try encoder.encodeValue(value, key: key) }
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(
             keyedBy keyType: NestedKey.Type,
             forKey key: Key
         ) -> KeyedEncodingContainer<NestedKey> {
-            let began = (try? encoder.beginField(key, in: frameID)) ?? false
+            let began = encoder.beginField(key, in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: true) : JSONStreamEncoder.noFrame
             return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key]))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-            let began = (try? encoder.beginField(key, in: frameID)) ?? false
+            let began = encoder.beginField(key, in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: false) : JSONStreamEncoder.noFrame
             return UnkeyedContainer(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key])
         }
@@ -362,36 +353,36 @@ extension JSONStreamEncoder {
 
         private var nextKey: JSONIndexKey { JSONIndexKey(intValue: count) }
 
-        private func scalar(_ text: String) throws {
-            if try encoder.beginElement(in: frameID) { encoder.write(text) }
+        private func scalar(_ text: String) {
+            if encoder.beginElement(in: frameID) { encoder.write(text) }
         }
 
         mutating func encodeInteger(_ value: some FixedWidthInteger) throws {
-            if try encoder.beginElement(in: frameID) { encoder.write(integer: value) }
+            if encoder.beginElement(in: frameID) { encoder.write(integer: value) }
         }
 
-        mutating func encodeNil() throws { try scalar("null") }
-        mutating func encode(_ value: Bool) throws { try scalar(value ? "true" : "false") }
+        mutating func encodeNil() throws { scalar("null") }
+        mutating func encode(_ value: Bool) throws { scalar(value ? "true" : "false") }
         mutating func encode(_ value: String) throws {
-            if try encoder.beginElement(in: frameID) { encoder.write(string: value) }
+            if encoder.beginElement(in: frameID) { encoder.write(string: value) }
         }
         mutating func encode(_ value: Double) throws { try scalar(JSONText.number(value, codingPath: codingPath + [nextKey])) }
         mutating func encode(_ value: Float) throws { try scalar(JSONText.number(value, codingPath: codingPath + [nextKey])) }
         mutating func encode<Value: Encodable>(_ value: Value) throws {
             let key = nextKey
-            if try encoder.beginElement(in: frameID) { try encoder.encodeValue(value, key: key) }
+            if encoder.beginElement(in: frameID) { try encoder.encodeValue(value, key: key) }
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             let key = nextKey
-            let began = (try? encoder.beginElement(in: frameID)) ?? false
+            let began = encoder.beginElement(in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: true) : JSONStreamEncoder.noFrame
             return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key]))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             let key = nextKey
-            let began = (try? encoder.beginElement(in: frameID)) ?? false
+            let began = encoder.beginElement(in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: false) : JSONStreamEncoder.noFrame
             return UnkeyedContainer(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key])
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value as an `Encodable` value describes it, before its keys are sorted and its bytes
 /// written (built by `JSONTreeEncoder`, see `SortedJSONEncoder`).
 ///
@@ -16,6 +18,15 @@ enum JSONTree {
 
     /// How deeply arrays and objects may nest: the limit Foundation's `JSONEncoder` sets.
     static let maximumDepth = 512
+
+    /// The form Foundation's encoder gives the types it does not let encode themselves: `Data`
+    /// as base64, `URL` as its absolute string, `Decimal` as a number; nil for any other type.
+    static func foundationForm<Value: Encodable>(of value: Value) -> JSONTree? {
+        if Value.self == Data.self, let data = value as? Data { return .string(data.base64EncodedString()) }
+        if Value.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
+        if Value.self == Decimal.self, let decimal = value as? Decimal { return .number(decimal.description) }
+        return nil
+    }
 
     /// Appends the value as compact JSON, each object's keys in the order of their UTF-8 bytes;
     /// a key given more than once (the same bytes) keeps its last value.

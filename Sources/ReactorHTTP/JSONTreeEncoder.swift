@@ -36,10 +36,7 @@ final class JSONTreeEncoder: Encoder {
         key: (any CodingKey)?,
         ifEmpty: JSONTree?
     ) throws -> JSONTree? {
-        // The types Foundation's encoder writes in a form other than their own.
-        if Value.self == Data.self, let data = value as? Data { return .string(data.base64EncodedString()) }
-        if Value.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
-        if Value.self == Decimal.self, let decimal = value as? Decimal { return .number(decimal.description) }
+        if let scalar = JSONTree.foundationForm(of: value) { return scalar }
         let encoder = JSONTreeEncoder(parent: parent, key: key)
         try value.encode(to: encoder)
         return encoder.tree ?? ifEmpty
@@ -193,8 +190,8 @@ extension JSONTreeEncoder {
         mutating func encode(_ value: Float) throws { set(try JSONTreeEncoder.number(value, path: codingPath)) }
         mutating func encodeInteger(_ value: some FixedWidthInteger) throws { set(.number(value.description)) }
         mutating func encode<Value: Encodable>(_ value: Value) throws {
-            if Value.self == Data.self || Value.self == URL.self || Value.self == Decimal.self {
-                set(try JSONTreeEncoder.tree(of: value, parent: encoder, key: nil))
+            if let scalar = JSONTree.foundationForm(of: value) {
+                set(scalar)
             } else {
                 // The value's own containers write to this encoder: it is the same value.
                 try value.encode(to: encoder)
