@@ -13,8 +13,8 @@ enum JSONTree {
     case string(String)
     case object(JSONObjectBox)
     case array(JSONArrayBox)
-    /// Whatever the encoder produces once its value's `encode(to:)` is done (`superEncoder`).
-    case pending(JSONTreeEncoder)
+    /// What a super encoder writes, once its value's `encode(to:)` is done (`superEncoder`).
+    case pending(JSONValueBox)
 
     /// How deeply arrays and objects may nest: the limit Foundation's `JSONEncoder` sets.
     static let maximumDepth = 512
@@ -38,7 +38,7 @@ enum JSONTree {
         case .string(let text): JSONText.appendString(text, to: &bytes)
         case .object(let box): try Self.writeObject(box, to: &bytes, depth: depth + 1)
         case .array(let box): try Self.writeArray(box.elements, to: &bytes, depth: depth + 1)
-        case .pending(let encoder): try (encoder.tree ?? .object(JSONObjectBox())).write(to: &bytes, depth: depth)
+        case .pending(let box): try (box.tree ?? .object(JSONObjectBox())).write(to: &bytes, depth: depth)
         }
     }
 
@@ -95,6 +95,13 @@ final class JSONObjectBox {
             fields[slot] = moving
         }
     }
+}
+
+/// What one encoder has written. A super encoder's box is also held by the field or element it
+/// fills, which must not hold the encoder itself: the encoder holds its parent, whose tree holds
+/// the field, and the three would keep each other alive.
+final class JSONValueBox {
+    var tree: JSONTree?
 }
 
 /// An array's elements.

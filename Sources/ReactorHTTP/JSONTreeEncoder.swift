@@ -5,7 +5,11 @@ import Foundation
 /// Foundation's encoder allows; `SortedJSONEncoder` uses it when `JSONStreamEncoder` cannot.
 final class JSONTreeEncoder: Encoder {
     /// What the value has encoded so far.
-    var tree: JSONTree?
+    let written = JSONValueBox()
+    var tree: JSONTree? {
+        get { written.tree }
+        set { written.tree = newValue }
+    }
     private let parent: JSONTreeEncoder?
     private let key: (any CodingKey)?
 
@@ -130,7 +134,7 @@ extension JSONTreeEncoder {
 
         private func superEncoder(named key: any CodingKey) -> any Encoder {
             let nested = JSONTreeEncoder(parent: encoder, key: key)
-            object.fields.append((key.stringValue, .pending(nested)))
+            object.fields.append((key.stringValue, .pending(nested.written)))
             return nested
         }
     }
@@ -171,7 +175,7 @@ extension JSONTreeEncoder {
 
         mutating func superEncoder() -> any Encoder {
             let nested = JSONTreeEncoder(parent: encoder, key: nextKey)
-            append(.pending(nested))
+            append(.pending(nested.written))
             return nested
         }
     }
