@@ -147,8 +147,8 @@ final class JSONStreamEncoder: Encoder {
     }
 
     private func openFrame(isObject: Bool) -> Int {
-        // Deeper than Foundation's limit: the tree encoder reports it.
-        guard frames.count < JSONTree.maximumDepth else {
+        // As deep as Foundation's limit: the tree encoder reports it.
+        guard frames.count + 1 < JSONTree.maximumDepth else {
             misuse()
             return Self.noFrame
         }

@@ -16,7 +16,7 @@ enum JSONTree {
     /// What a super encoder writes, once its value's `encode(to:)` is done (`superEncoder`).
     case pending(JSONValueBox)
 
-    /// How deeply arrays and objects may nest: the limit Foundation's `JSONEncoder` sets.
+    /// Arrays and objects may nest less deep than this: the limit Foundation's `JSONEncoder` sets.
     static let maximumDepth = 512
 
     /// The form Foundation's encoder gives the types it does not let encode themselves: `Data`
@@ -43,7 +43,7 @@ enum JSONTree {
     }
 
     private static func writeObject(_ box: JSONObjectBox, to bytes: inout [UInt8], depth: Int) throws {
-        guard depth <= maximumDepth else { throw JSONText.nestedTooDeep }
+        guard depth < maximumDepth else { throw JSONText.nestedTooDeep }
         box.sortByKey()
         let fields = box.fields
         bytes.append(UInt8(ascii: "{"))
@@ -61,7 +61,7 @@ enum JSONTree {
     }
 
     private static func writeArray(_ elements: [JSONTree], to bytes: inout [UInt8], depth: Int) throws {
-        guard depth <= maximumDepth else { throw JSONText.nestedTooDeep }
+        guard depth < maximumDepth else { throw JSONText.nestedTooDeep }
         bytes.append(UInt8(ascii: "["))
         for index in elements.indices {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
