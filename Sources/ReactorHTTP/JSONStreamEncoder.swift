@@ -201,6 +201,14 @@ final class JSONStreamEncoder: Encoder {
         return true
     }
 
+    /// Marks the encoding misused when object `id` already has a field `key`: a nested container
+    /// asked for again continues the first one, whose bytes are already written.
+    fileprivate func refuseSecondNestedContainer(for key: some CodingKey, in id: Int) {
+        guard !misused, let frame = frames.last(where: { $0.id == id }) else { return }
+        let name = key.stringValue
+        if fields[frame.firstField...].contains(where: { $0.key.utf8.elementsEqual(name.utf8) }) { misuse() }
+    }
+
     /// Writes the comma before the next element of array `id`; false if the encoding is misused.
     fileprivate func beginElement(in id: Int) -> Bool {
         prepareEntry(in: id) != nil
@@ -325,12 +333,14 @@ extension JSONStreamEncoder {
             keyedBy keyType: NestedKey.Type,
             forKey key: Key
         ) -> KeyedEncodingContainer<NestedKey> {
+            encoder.refuseSecondNestedContainer(for: key, in: frameID)
             let began = encoder.beginField(key, in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: true) : JSONStreamEncoder.noFrame
             return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key]))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            encoder.refuseSecondNestedContainer(for: key, in: frameID)
             let began = encoder.beginField(key, in: frameID)
             let nested = began ? encoder.openNestedFrame(isObject: false) : JSONStreamEncoder.noFrame
             return UnkeyedContainer(encoder: encoder, frameID: nested, nestedKeys: nestedKeys + [key])

@@ -109,19 +109,26 @@ extension JSONTreeEncoder {
             set(try JSONTreeEncoder.tree(of: value, parent: encoder, key: key), key)
         }
 
+        /// A nested container asked for again under the same key continues the one given
+        /// before, as Foundation's does.
         mutating func nestedContainer<NestedKey: CodingKey>(
             keyedBy keyType: NestedKey.Type,
             forKey key: Key
         ) -> KeyedEncodingContainer<NestedKey> {
             let nested = JSONTreeEncoder(parent: encoder, key: key)
-            set(.object(nested.objectBox()), key)
+            if case .object(let box)? = lastValue(for: key) { nested.tree = .object(box) } else { set(.object(nested.objectBox()), key) }
             return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: nested, object: nested.objectBox()))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let nested = JSONTreeEncoder(parent: encoder, key: key)
-            set(.array(nested.arrayBox()), key)
+            if case .array(let box)? = lastValue(for: key) { nested.tree = .array(box) } else { set(.array(nested.arrayBox()), key) }
             return UnkeyedContainer(encoder: nested, array: nested.arrayBox())
+        }
+
+        private func lastValue(for key: Key) -> JSONTree? {
+            let name = key.stringValue
+            return object.fields.last { $0.key.utf8.elementsEqual(name.utf8) }?.value
         }
 
         mutating func superEncoder() -> any Encoder {

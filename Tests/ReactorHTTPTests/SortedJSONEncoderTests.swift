@@ -103,6 +103,7 @@ import Testing
         #expect(try JSONStreamEncoder.encode([OutOfOrder.twoSingleValues]) == nil)
         #expect(try SortedJSONEncoder.encode([OutOfOrder.twoSingleValues]) == Array(#"["two"]"#.utf8))
         try expectSameBytes(["k": OutOfOrder.writesToItsParent], streams: false)
+        try expectSameBytes(OutOfOrder.nestedTwice, streams: false)
     }
 
     @Test func nestedContainersUsedInNestingOrderAreStreamed() throws {
@@ -239,8 +240,10 @@ private enum OutOfOrder: Encodable {
     case twoSingleValues
     /// A nested value's `encode(to:)` writing to its parent's container while it encodes.
     case writesToItsParent
+    /// Nested containers asked for twice under the same key: the second continues the first.
+    case nestedTwice
 
-    private enum Key: String, CodingKey { case first, second, late }
+    private enum Key: String, CodingKey { case first, second, late, list }
 
     /// Writes to `parent` from inside its own `encode(to:)`.
     private struct Meddler: Encodable {
@@ -262,6 +265,17 @@ private enum OutOfOrder: Encodable {
         case .writesToItsParent:
             var container = encoder.container(keyedBy: Key.self)
             try container.encode(Meddler(parent: container), forKey: .second)
+        case .nestedTwice:
+            var container = encoder.container(keyedBy: Key.self)
+            var nested = container.nestedContainer(keyedBy: Key.self, forKey: .first)
+            try nested.encode(1, forKey: .second)
+            var list = container.nestedUnkeyedContainer(forKey: .list)
+            try list.encode("a")
+            try container.encode(true, forKey: .late)
+            var again = container.nestedContainer(keyedBy: Key.self, forKey: .first)
+            try again.encode(2, forKey: .late)
+            var listAgain = container.nestedUnkeyedContainer(forKey: .list)
+            try listAgain.encode("b")
         }
     }
 }
