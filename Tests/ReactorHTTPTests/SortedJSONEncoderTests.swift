@@ -129,6 +129,14 @@ import Testing
         try expectSameBytes(Nested(depth: 511))
     }
 
+    /// What a subscriber receives for a state that cannot be encoded: still JSON, saying why.
+    @Test func aStateThatCannotBeEncodedBecomesAStringNamingTheError() throws {
+        for bytes in [JSONCoding.encodeState(["value": Double.nan]), JSONCoding.encodeState(Nested(depth: 512))] {
+            let text = try JSONDecoder().decode(String.self, from: Data(bytes))
+            #expect(text.hasPrefix("state could not be encoded: "))
+        }
+    }
+
     /// Random values of every shape, compared byte for byte; the seed is in the failure.
     @Test(arguments: 0..<4)
     func randomValuesGiveFoundationsBytes(seed: UInt64) throws {
