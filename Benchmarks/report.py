@@ -106,6 +106,7 @@ ROWS = [
     ("3", "POST→SSE max", "sse_max_us", "ms", 1e-3, "", None),
     ("3", "  actions/s achieved", "sse_rate", "/s", 1, "", None),
     ("3", "  sends > 1 ms behind schedule", "sse_late", "of all", 1, "", None),
+    ("3", "  server CPU per action", "sse_cpu_us", "µs", 1, "", None),
     ("4", "fan-out 1,000 streams: delivery p50", "fan1000_p50_us", "ms", 1e-3, "", None),
     ("4", "  delivery p99", "fan1000_p99_us", "ms", 1e-3, "", None),
     ("4", "  server RSS (peak)", "fan1000_rss_mib", "MiB", 1, "", None),
