@@ -13,6 +13,14 @@ import Testing
         EventSubscriber(timeline: timeline, resumingAfter: nil, retryMilliseconds: 1000) {}
     }
 
+    @Test func aStatesEventCarriesItsVersionAndJSONWithNoSpareRoom() {
+        for version: UInt64 in [0, 9, 10, 1_234_567_890_123, .max] {
+            let encoded = EncodedState(version: version, json: Array(#"{"a":1}"#.utf8))
+            #expect(encoded.event == Array("id: \(version)\nevent: state\ndata: {\"a\":1}\n\n".utf8))
+            #expect(encoded.event.capacity <= encoded.event.count + 16)
+        }
+    }
+
     @Test func subscribersLeaveInAnyOrderAndFreeTheirPlaces() throws {
         let timeline = makeTimeline(limit: 5)
         let subscribers = (0..<5).map { _ in makeSubscriber(timeline) }
