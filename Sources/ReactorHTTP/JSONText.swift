@@ -43,6 +43,17 @@ enum JSONText {
         }
     }
 
+    /// How many decimal digits `appendInteger` writes for `value`.
+    static func decimalDigitCount(of value: UInt64) -> Int {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        return digits
+    }
+
     private static func appendDigits(of magnitude: UInt64, to bytes: inout [UInt8]) {
         // 20 digits hold any UInt64.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in

@@ -14,7 +14,22 @@ enum ServerSentEvents {
     /// explicitly; others see it from the versions, which grow by one per state.
     static let snapshotMarker: [UInt8] = Array(": snapshot\n".utf8)
 
-    /// `id: <version>` / `event: state` / `data: <state JSON>`, preceded by ``snapshotMarker`` when
+    /// `id: <version>` / `event: state` / `data: <json>`: a state's event, built once per version
+    /// and kept with it, so in one buffer of its final size.
+    static func stateEvent(version: UInt64, json: [UInt8]) -> [UInt8] {
+        let head = "id: ".utf8, middle = "\nevent: state\ndata: ".utf8
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(head.count + JSONText.decimalDigitCount(of: version) + middle.count + json.count + 2)
+        bytes.append(contentsOf: head)
+        JSONText.appendInteger(version, to: &bytes)
+        bytes.append(contentsOf: middle)
+        bytes.append(contentsOf: json)
+        bytes.append(0x0A)
+        bytes.append(0x0A)
+        return bytes
+    }
+
+    /// A state's ``stateEvent(version:json:)``, preceded by ``snapshotMarker`` when
     /// `previous` (the version the client last had) is not `version - 1`.
     static func appendState(_ state: any VersionedState, after previous: UInt64? = nil, to bytes: inout [UInt8]) {
         if isSnapshot(state, after: previous) { bytes.append(contentsOf: snapshotMarker) }

@@ -64,22 +64,6 @@ final class EncodedState: Sendable {
 
     init(version: UInt64, json: [UInt8]) {
         self.json = json
-        // "id: <version>\nevent: state\ndata: <json>\n\n", in one buffer of its final size.
-        let head = "id: ".utf8, middle = "\nevent: state\ndata: ".utf8
-        var digits = 1
-        var rest = version
-        while rest >= 10 {
-            rest /= 10
-            digits += 1
-        }
-        var event: [UInt8] = []
-        event.reserveCapacity(head.count + digits + middle.count + json.count + 2)
-        event.append(contentsOf: head)
-        JSONText.appendInteger(version, to: &event)
-        event.append(contentsOf: middle)
-        event.append(contentsOf: json)
-        event.append(0x0A)
-        event.append(0x0A)
-        self.event = event
+        self.event = ServerSentEvents.stateEvent(version: version, json: json)
     }
 }
