@@ -44,7 +44,7 @@ extension Reactor {
                 finish()
                 return nil
             }
-            return reactor.runtime.addObserver(reactor, receive: receive, finish: finish)
+            return reactor.runtime.addObserver(reactor, receive: { receive(StateUpdate(version: $1, state: $0)) }, finish: finish)
         }
     }
 
@@ -54,6 +54,14 @@ extension Reactor {
     ///
     /// The observer runs on the thread applying actions: keep it short and do not block.
     public func observe(_ observer: @escaping @Sendable (StateUpdate<State>) -> Void) -> ObservationToken {
+        runtime.addObserver(self) { observer(StateUpdate(version: $1, state: $0)) }
+    }
+
+    /// The same as ``observe(_:)``, with the state and its version as two arguments.
+    ///
+    /// For code generic over the reactor's type: building or reading a `StateUpdate<State>` there
+    /// looks its type up at run time, once per state, which this form never needs.
+    public func observeStates(_ observer: @escaping @Sendable (_ state: State, _ version: UInt64) -> Void) -> ObservationToken {
         runtime.addObserver(self, receive: observer)
     }
 

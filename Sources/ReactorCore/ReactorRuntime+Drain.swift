@@ -204,7 +204,7 @@ extension ReactorRuntime {
                     if let observer { shared.observers.append((id, observer)) }
                     return (observer, sync(&shared))
                 }
-                observer?.receive(engine.latest)
+                if let observer { observer.receive(engine.latest.state, engine.latest.version) }
                 synced.runCallbacks()
             }
         }
@@ -280,11 +280,11 @@ extension ReactorRuntime {
 
         @inline(__always)
         @inlinable func publish(_ state: R.State) {
-            let update = StateUpdate(version: engine.latest.version &+ 1, state: state)
-            engine.latest = update
+            let version = engine.latest.version &+ 1
+            engine.latest = StateUpdate(version: version, state: state)
             engine.needsSync = true
             if engine.observers.isEmpty { return }
-            for (_, observer) in engine.observers { observer.receive(update) }
+            for (_, observer) in engine.observers { observer.receive(state, version) }
         }
     }
 }

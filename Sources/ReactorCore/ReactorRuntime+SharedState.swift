@@ -11,7 +11,10 @@ extension ReactorRuntime {
     }
 
     @usableFromInline struct StateObserver: Sendable {
-        @usableFromInline let receive: @Sendable (StateUpdate<R.State>) -> Void
+        /// Takes the state and its version apart rather than as a `StateUpdate`: an observer
+        /// compiled generic over the reactor would otherwise look up `StateUpdate<State>`'s type
+        /// at run time for every state it receives.
+        @usableFromInline let receive: @Sendable (_ state: R.State, _ version: UInt64) -> Void
         @usableFromInline let finish: (@Sendable () -> Void)?
     }
 

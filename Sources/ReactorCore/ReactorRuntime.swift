@@ -252,7 +252,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     @usableFromInline func addObserver(
         _ reactor: R,
-        receive: @escaping @Sendable (StateUpdate<R.State>) -> Void,
+        receive: @escaping @Sendable (_ state: R.State, _ version: UInt64) -> Void,
         finish: (@Sendable () -> Void)? = nil
     ) -> ObservationToken {
         ensureStarted(reactor)
@@ -271,7 +271,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             return (id, shared.current, shared.drainPool)
         }
         if let initial {
-            receive(initial)
+            receive(initial.state, initial.version)
             // Work queued meanwhile goes to the pool, if there is one, rather than run here.
             if !drainSpecialized(self, reactor, nil, pool == nil ? .max : 0), let pool {
                 self.drain(.pool(pool), reactor: reactor)

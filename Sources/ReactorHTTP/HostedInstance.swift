@@ -90,8 +90,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 }
             }
         }
-        let stateToken = reactor.observe { update in
-            publisher.publish(update.state, version: update.version)
+        let stateToken = reactor.observeStates { state, version in
+            publisher.publish(state, version: version)
         }
         let errorToken = reactor.observeErrors { failure in
             metrics.mutationFailed()

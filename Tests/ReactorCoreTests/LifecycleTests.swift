@@ -119,6 +119,24 @@ import Testing
         outer.cancel()
     }
 
+    @Test func observeStatesSeesWhatObserveSeesAsTwoArguments() {
+        let reactor = ProbeReactor()
+        let updates = Locked<[(UInt64, Int)]>([])
+        let pairs = Locked<[(UInt64, Int)]>([])
+        let updatesToken = reactor.observe { update in updates.withLock { $0.append((update.version, update.state.total)) } }
+        let pairsToken = reactor.observeStates { state, version in pairs.withLock { $0.append((version, state.total)) } }
+        reactor.send(.add(2))
+        reactor.send(.add(3))
+        let seenAsUpdates = updates.withLock { $0 }
+        let seenAsPairs = pairs.withLock { $0 }
+        #expect(seenAsPairs.map(\.0) == [0, 1, 2])
+        #expect(seenAsPairs.map(\.1) == [0, 2, 5])
+        #expect(seenAsPairs.map(\.0) == seenAsUpdates.map(\.0))
+        #expect(seenAsPairs.map(\.1) == seenAsUpdates.map(\.1))
+        updatesToken.cancel()
+        pairsToken.cancel()
+    }
+
     @Test func cancellingAnObservationLetsGoOfItsObserverAtOnce() {
         final class Canary: Sendable {}
         let reactor = ProbeReactor()
