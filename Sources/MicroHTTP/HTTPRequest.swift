@@ -33,7 +33,7 @@ public struct HTTPRequest: Sendable {
     /// The request body (at most the configured `maxBodySize` bytes).
     public var body: [UInt8] { parts.body }
     /// Values of the route's `{param}` segments, percent-decoded; filled by ``Router``.
-    public var pathParameters: [String: String] = [:]
+    public var pathParameters = PathParameters()
 
     /// Builds a request; `target` is the request target (path, optionally `?query`).
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = [:], body: [UInt8] = []) {

@@ -4,7 +4,8 @@ enum PercentDecoding {
     /// is malformed or the result is not UTF-8; callers then keep the raw text.
     static func decode(_ text: Substring, plusAsSpace: Bool) -> String? {
         let utf8 = text.utf8
-        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
+        let isEscape = { (byte: UInt8) in byte == UInt8(ascii: "%") || (plusAsSpace && byte == UInt8(ascii: "+")) }
+        guard utf8.withContiguousStorageIfAvailable({ $0.contains(where: isEscape) }) ?? utf8.contains(where: isEscape) else {
             return String(text)
         }
         var bytes: [UInt8] = []

@@ -13,14 +13,17 @@ import Darwin
 /// `HEAD` is served by the `GET` route; the server sends its headers (including the GET body's
 /// `Content-Length`) and never writes a body for `HEAD`.
 public struct Router: Sendable {
-    private enum Segment: Sendable, Equatable {
-        case literal(String)
-        case parameter(String)
+    /// One segment of a pattern: a literal, kept as its percent-decoded UTF-8, or a parameter.
+    private struct Segment: Sendable {
+        let literal: [UInt8]
+        let isParameter: Bool
     }
 
     private struct Route: Sendable {
         let method: HTTPMethod
         let segments: [Segment]
+        /// The parameters' names and positions, handed to every request this route answers.
+        let parameters: [PathParameters.Slot]
         let handler: HTTPHandler
     }
 
@@ -41,103 +44,73 @@ public struct Router: Sendable {
 
     /// Adds a route, e.g. `add(.POST, "/reactors/{id}/actions") { request in … }`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
-        let segments = Self.split(String(pattern)).map { part -> Segment in
+        var segments: [Segment] = []
+        var parameters: [PathParameters.Slot] = []
+        let parts = (pattern.utf8.first == UInt8(ascii: "/") ? pattern.dropFirst() : pattern[...])
+            .split(separator: "/", omittingEmptySubsequences: false)
+        for (index, part) in parts.enumerated() {
             if part.hasPrefix("{"), part.hasSuffix("}"), part.count > 2 {
-                return .parameter(String(part.dropFirst().dropLast()))
+                parameters.append(PathParameters.Slot(name: String(part.dropFirst().dropLast()), segment: index))
+                segments.append(Segment(literal: [], isParameter: true))
+            } else {
+                segments.append(Segment(literal: Array(PercentDecoding.decodeOrKeep(part, plusAsSpace: false).utf8), isParameter: false))
             }
-            return .literal(PercentDecoding.decodeOrKeep(part, plusAsSpace: false))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, segments: segments, parameters: parameters, handler: handler))
     }
 
     /// Answers `request` with the matching route's handler, `notFound` or `methodNotAllowed`.
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        let path = Self.trimmingLeadingSlash(request.path)
-        var allowed: [HTTPMethod] = []
-        var fallback: Route?
-        for route in routes where Self.matches(route.segments, path) {
-            if route.method == request.method {
-                return call(route, Self.parameters(route.segments, path), request)
+        var path = request.path
+        // The first route matching path and method; else the GET route for a HEAD; else the
+        // methods the path has routes for.
+        let (chosen, allowed) = path.withUTF8 { bytes -> (Int?, [HTTPMethod]) in
+            let path = PathSegments.trimmingLeadingSlash(bytes)
+            let count = PathSegments.count(in: path)
+            var allowed: [HTTPMethod] = []
+            var fallback: Int?
+            for index in routes.indices where routes[index].segments.count == count && Self.matches(routes[index].segments, path) {
+                let method = routes[index].method
+                if method == request.method { return (index, []) }
+                if request.method == .HEAD, method == .GET, fallback == nil { fallback = index }
+                if !allowed.contains(method) { allowed.append(method) }
             }
-            if request.method == .HEAD, route.method == .GET, fallback == nil {
-                fallback = route
-            }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+            return (fallback, allowed)
         }
-        if let route = fallback {
-            return call(route, Self.parameters(route.segments, path), request)
+        if let chosen {
+            var request = request
+            request.pathParameters = PathParameters(path: request.path, slots: routes[chosen].parameters)
+            return routes[chosen].handler(request)
         }
         guard !allowed.isEmpty else { return notFound(request) }
-        if allowed.contains(.GET), !allowed.contains(.HEAD) { allowed.append(.HEAD) }
-        var response = methodNotAllowed(request, allowed)
-        response.headers["Allow"] = allowed.map(\.rawValue).joined(separator: ", ")
+        var methods = allowed
+        if methods.contains(.GET), !methods.contains(.HEAD) { methods.append(.HEAD) }
+        var response = methodNotAllowed(request, methods)
+        response.headers["Allow"] = methods.map(\.rawValue).joined(separator: ", ")
         return response
     }
 
-    private func call(_ route: Route, _ parameters: [String: String], _ request: HTTPRequest) -> HTTPResponse {
-        var request = request
-        request.pathParameters = parameters
-        return route.handler(request)
-    }
-
-    private static func split(_ path: String) -> [Substring] {
-        trimmingLeadingSlash(path).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
-    }
-
-    private static func trimmingLeadingSlash(_ path: String) -> Substring {
-        path.utf8.first == UInt8(ascii: "/") ? path.dropFirst() : path[...]
-    }
-
-    /// Whether the path matches the route's pattern (same number of segments, equal literals,
-    /// a non-empty segment for every parameter). Allocates nothing unless a segment is escaped.
-    private static func matches(_ segments: [Segment], _ path: Substring) -> Bool {
-        visitSegments(of: path, count: segments.count) { index, part in
-            switch segments[index] {
-            case .literal(let literal): equal(part, literal)
-            case .parameter: !part.isEmpty
-            }
+    /// Whether `path` (as many segments as the pattern) matches the pattern: equal literals, a
+    /// non-empty segment for every parameter. Allocates nothing unless a segment is escaped.
+    private static func matches(_ segments: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> Bool {
+        var start = 0
+        for segment in segments {
+            let end = path[start...].firstIndex(of: UInt8(ascii: "/")) ?? path.count
+            let part = UnsafeBufferPointer(rebasing: path[start..<end])
+            if segment.isParameter ? part.isEmpty : !equal(part, segment.literal) { return false }
+            start = end + 1
         }
+        return true
     }
 
-    /// The values of a matching route's parameters, by name, percent-decoded.
-    private static func parameters(_ segments: [Segment], _ path: Substring) -> [String: String] {
-        var parameters: [String: String] = [:]
-        _ = visitSegments(of: path, count: segments.count) { index, part in
-            if case .parameter(let name) = segments[index] {
-                parameters[name] = PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
-            }
-            return true
-        }
-        return parameters
-    }
-
-    /// Calls `visit` with each raw `/`-separated segment of `path` while it returns true.
-    /// - Returns: whether the path has exactly `count` segments and `visit` accepted them all.
-    private static func visitSegments(of path: Substring, count: Int,
-                                      _ visit: (Int, UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
-        var path = path
-        return path.withUTF8 { bytes in
-            var start = 0
-            for index in 0..<count {
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.count
-                let isLast = index == count - 1
-                guard isLast == (end == bytes.count),
-                      visit(index, UnsafeBufferPointer(rebasing: bytes[start..<end])) else { return false }
-                start = end + 1
-            }
-            return count > 0
-        }
-    }
-
-    /// Whether a raw path segment equals a literal segment of a pattern (decoding the segment
-    /// first when it has escapes).
-    private static func equal(_ part: UnsafeBufferPointer<UInt8>, _ literal: String) -> Bool {
+    /// Whether a raw path segment equals a pattern's literal (decoding the segment first when it
+    /// has escapes).
+    private static func equal(_ part: UnsafeBufferPointer<UInt8>, _ literal: [UInt8]) -> Bool {
         if part.contains(UInt8(ascii: "%")) {
             let decoded = PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
-            return decoded == literal
+            return decoded.utf8.elementsEqual(literal)
         }
-        var literal = literal
-        return literal.withUTF8 { literal in
+        return literal.withUnsafeBufferPointer { literal in
             literal.count == part.count && (part.isEmpty || memcmp(part.baseAddress!, literal.baseAddress!, part.count) == 0)
         }
     }

@@ -17,6 +17,34 @@ import Testing
         #expect(response.body == Array("item a b".utf8))
     }
 
+    @Test func everyParameterIsFoundByNameAndOthersAreNil() {
+        var router = Router()
+        router.add(.GET, "/a/{first}/b/{second}") { request in
+            let names = ["first", "second", "third"].map { request.pathParameters[$0] ?? "nil" }
+            return .text(names.joined(separator: ","))
+        }
+        let response = router.handle(HTTPRequest(method: .GET, target: "/a/x%2Fy/b/%E2%82%AC?q=1"))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "x/y,€,nil")
+        // A malformed escape is kept as sent.
+        let malformed = router.handle(HTTPRequest(method: .GET, target: "/a/%zz/b/2"))
+        #expect(String(decoding: malformed.body, as: UTF8.self) == "%zz,2,nil")
+        // No route matched: no parameters.
+        #expect(HTTPRequest(method: .GET, target: "/a").pathParameters["first"] == nil)
+    }
+
+    @Test func literalsMatchByTheirDecodedBytesAndCountSegments() {
+        let router = router()
+        #expect(router.handle(HTTPRequest(method: .GET, target: "/st%61tic")).status == 200)
+        #expect(router.handle(HTTPRequest(method: .GET, target: "/statics")).status == 404)
+        #expect(router.handle(HTTPRequest(method: .GET, target: "/static/")).status == 404)
+        #expect(router.handle(HTTPRequest(method: .GET, target: "static")).status == 200)
+        #expect(router.handle(HTTPRequest(method: .POST, target: "/items/1/actions")).status == 202)
+        #expect(router.handle(HTTPRequest(method: .POST, target: "/items/1/actions/2")).status == 404)
+        #expect(router.handle(HTTPRequest(method: .POST, target: "/items//actions")).status == 404)
+        #expect(router.handle(HTTPRequest(method: .GET, target: "/")).status == 404)
+    }
+
     @Test func unknownPathIs404() {
         #expect(router().handle(HTTPRequest(method: .GET, target: "/nope")).status == 404)
         #expect(router().handle(HTTPRequest(method: .GET, target: "/items/")).status == 404)
