@@ -5,14 +5,21 @@ import Foundation
 /// (`"increase"`, read as `{"increase":{}}`). Failures name what was wrong.
 enum ActionDecoding {
     static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8],
-                                          rawValue: RawValueDecoder<Action>? = nil) throws(Problem) -> Action {
+                                          rawValue: RawValueDecoder<Action>) throws(Problem) -> Action {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw Problem.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }
         guard JSONCoding.isUTF8(body) else {
             throw Problem.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
         }
-        if let action = (rawValue ?? RawValueDecoder(type)).decode(body) { return action }
+        // The fast path throws rather than returning an optional when it does not apply: this
+        // code runs generic over `Action`, where an `Action?` costs a type lookup per request.
+        do { return try rawValue.decode(body) } catch {}
+        return try decodeWithFoundation(type, from: body)
+    }
+
+    /// Every other body: Foundation's decoder, then the bare-case forms, then an explanation.
+    private static func decodeWithFoundation<Action: Decodable>(_ type: Action.Type, from body: [UInt8]) throws(Problem) -> Action {
         let failure: DecodingError
         do {
             return try JSONCoding.decoder.decode(type, from: Data(body))
@@ -87,18 +94,25 @@ struct RawValueDecoder<Action>: Sendable {
         rawType = type as? any (RawRepresentable<String> & Sendable).Type
     }
 
-    func decode(_ body: [UInt8]) -> Action? {
+    /// The body's not a plain string naming a case of a `String`-coded action: decode it another way.
+    struct NotARawValue: Error {}
+
+    /// The action a plain JSON string body names.
+    func decode(_ body: [UInt8]) throws(NotARawValue) -> Action {
         guard let rawType, body.count >= 2, body.first == UInt8(ascii: "\""), body.last == UInt8(ascii: "\"") else {
-            return nil
+            throw NotARawValue()
         }
         let inner = body.dropFirst().dropLast()
         guard !inner.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 < 0x20 }) else {
-            return nil
+            throw NotARawValue()
         }
-        return Self.make(rawType, from: String(decoding: inner, as: UTF8.self))
+        return try Self.make(rawType, from: String(decoding: inner, as: UTF8.self))
     }
 
-    private static func make<Raw: RawRepresentable<String>>(_ rawType: Raw.Type, from text: String) -> Action? {
-        Raw(rawValue: text) as? Action
+    private static func make<Raw: RawRepresentable<String>>(_ rawType: Raw.Type, from text: String) throws(NotARawValue) -> Action {
+        guard let value = Raw(rawValue: text) else { throw NotARawValue() }
+        // `Raw` is `Action` itself (`rawType` is `Action.self`, cast in `init`): no dynamic cast
+        // per request.
+        return unsafeBitCast(value, to: Action.self)
     }
 }

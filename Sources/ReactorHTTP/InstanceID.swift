@@ -46,21 +46,26 @@ struct InstanceKey: Hashable, Sendable {
     /// The key of `text`; nil unless it is 22 characters of the id alphabet.
     init?(_ text: String) {
         var text = text
-        let key = text.withUTF8 { bytes -> InstanceKey? in
-            guard bytes.count == 22 else { return nil }
-            var packed: (UInt64, UInt64, UInt64) = (0, 0, 0)
-            for index in 0..<22 {
-                guard let value = InstanceID.sextet(bytes[index]) else { return nil }
-                switch index {
-                case ..<10: packed.0 = packed.0 << 6 | value
-                case ..<20: packed.1 = packed.1 << 6 | value
-                default: packed.2 = packed.2 << 6 | value
-                }
-            }
-            return InstanceKey(head: packed.0, middle: packed.1, tail: UInt16(packed.2))
-        }
-        guard let key else { return nil }
+        guard let key = text.withUTF8(InstanceKey.init(utf8:)) else { return nil }
         self = key
+    }
+
+    /// The key of an id's UTF-8; nil unless it is 22 characters of the id alphabet.
+    init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count == 22,
+              let head = Self.pack(bytes, 0..<10), let middle = Self.pack(bytes, 10..<20),
+              let tail = Self.pack(bytes, 20..<22) else { return nil }
+        self.init(head: head, middle: middle, tail: UInt16(tail))
+    }
+
+    /// The characters at `range` as 6-bit values, the first in the highest bits.
+    private static func pack(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
+        var packed: UInt64 = 0
+        for index in range {
+            guard let value = InstanceID.sextet(bytes[index]) else { return nil }
+            packed = packed << 6 | value
+        }
+        return packed
     }
 
     private init(head: UInt64, middle: UInt64, tail: UInt16) {

@@ -55,6 +55,12 @@ final class InstanceStore: Sendable {
         return shard(key).withLock { $0[key] }
     }
 
+    /// The instance whose id has this UTF-8, if it is live.
+    func instance(utf8 id: UnsafeBufferPointer<UInt8>) -> (any HostedInstance)? {
+        guard let key = InstanceKey(utf8: id) else { return nil }
+        return shard(key).withLock { $0[key] }
+    }
+
     /// Removes and returns the instance with this id.
     func remove(_ id: String) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }

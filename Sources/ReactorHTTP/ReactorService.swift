@@ -227,6 +227,11 @@ public final class ReactorService: Sendable {
     // MARK: - Helpers
 
     private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
+        // An id as it is always sent (its alphabet needs no escapes) is looked up in the path's
+        // own bytes; anything else is decoded first.
+        var found: (any HostedInstance)?
+        request.pathParameters.withRawValue(of: "id") { found = store.instance(utf8: $0) }
+        if let found { return found }
         let id = request.pathParameters["id"] ?? ""
         guard let instance = store.instance(id) else {
             throw Problem.noSuchInstance(id)
@@ -294,12 +299,13 @@ public final class ReactorService: Sendable {
         return headers
     }
 
-    /// `{"seq":N}` in one allocation (the number's text fits in a small string).
+    /// `{"seq":N}` in one allocation of its final size.
     static func receiptJSON(_ receipt: ActionReceipt) -> [UInt8] {
+        let head = #"{"seq":"#.utf8
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(28)
-        bytes.append(contentsOf: #"{"seq":"#.utf8)
-        bytes.append(contentsOf: String(receipt.sequence).utf8)
+        bytes.reserveCapacity(head.count + JSONText.decimalDigitCount(of: receipt.sequence) + 1)
+        bytes.append(contentsOf: head)
+        JSONText.appendInteger(receipt.sequence, to: &bytes)
         bytes.append(UInt8(ascii: "}"))
         return bytes
     }
