@@ -34,7 +34,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 func checkDecoding<Action: Decodable>(_ type: Action.Type, _ body: [UInt8]) {
     do {
-        _ = try ActionDecoding.decode(type, from: body)
+        _ = try ActionDecoding.decode(type, from: body, rawValue: RawValueDecoder(type))
     } catch {
         precondition(error.status == 400 && error.kind == "invalid-action", "unexpected problem \(error)")
     }
