@@ -49,6 +49,20 @@ struct RoutesTests {
         #expect(gone.json["type"] as? String == "urn:reactor-server:problem:unknown-instance")
     }
 
+    @Test func anIdWithEscapedCharactersNamesTheSameInstance() async throws {
+        let id = try await client.create("counter")
+        // Every character percent-encoded, as a client escaping more than it needs to might send it.
+        let escaped = id.utf8.map { String(format: "%%%02X", $0) }.joined()
+        let action = try await client.post("/reactors/\(escaped)/actions", #""increase""#)
+        #expect(action.status == 202)
+        #expect(action.json["seq"] as? Int == 1)
+        let read = try await client.get("/reactors/\(escaped)")
+        #expect(read.status == 200)
+        #expect(read.json["id"] as? String == id)
+        let wrong = try await client.get("/reactors/\(escaped.dropLast(3))%2A")
+        #expect(wrong.status == 404)
+    }
+
     @Test func actionsAreAcceptedWithSequenceNumbers() async throws {
         let id = try await client.create("counter")
         let first = try await client.post("/reactors/\(id)/actions", #""increase""#)
