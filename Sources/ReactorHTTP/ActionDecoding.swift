@@ -94,7 +94,8 @@ struct RawValueDecoder<Action>: Sendable {
         rawType = type as? any (RawRepresentable<String> & Sendable).Type
     }
 
-    /// The body's not a plain string naming a case of a `String`-coded action: decode it another way.
+    /// The body is not a plain JSON string naming a case of a `String`-coded action: another
+    /// way of decoding it applies.
     struct NotARawValue: Error {}
 
     /// The action a plain JSON string body names.

@@ -52,13 +52,17 @@ final class InstanceStore: Sendable {
     /// The instance with this id, if it is live.
     func instance(_ id: String) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }
-        return shard(key).withLock { $0[key] }
+        return instance(key: key)
     }
 
     /// The instance whose id has this UTF-8, if it is live.
     func instance(utf8 id: UnsafeBufferPointer<UInt8>) -> (any HostedInstance)? {
         guard let key = InstanceKey(utf8: id) else { return nil }
-        return shard(key).withLock { $0[key] }
+        return instance(key: key)
+    }
+
+    private func instance(key: InstanceKey) -> (any HostedInstance)? {
+        shard(key).withLock { $0[key] }
     }
 
     /// Removes and returns the instance with this id.
