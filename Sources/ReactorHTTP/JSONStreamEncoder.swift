@@ -350,7 +350,7 @@ extension JSONStreamEncoder {
         mutating func superEncoder(forKey key: Key) -> any Encoder { encoder.superEncoderMisused() }
     }
 
-    struct UnkeyedContainer: UnkeyedIntegerForwarding {
+    struct UnkeyedContainer: UnkeyedEncodingContainer, IntegerForwarding {
         let encoder: JSONStreamEncoder
         let frameID: Int
         /// The keys of the containers this one is nested in, below the value's own.
@@ -400,7 +400,7 @@ extension JSONStreamEncoder {
         mutating func superEncoder() -> any Encoder { encoder.superEncoderMisused() }
     }
 
-    struct SingleValueContainer: SingleValueIntegerForwarding {
+    struct SingleValueContainer: SingleValueEncodingContainer, IntegerForwarding {
         let encoder: JSONStreamEncoder
 
         var codingPath: [any CodingKey] { encoder.codingPath }

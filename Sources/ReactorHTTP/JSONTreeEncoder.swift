@@ -146,7 +146,7 @@ extension JSONTreeEncoder {
         }
     }
 
-    struct UnkeyedContainer: UnkeyedIntegerForwarding {
+    struct UnkeyedContainer: UnkeyedEncodingContainer, IntegerForwarding {
         let encoder: JSONTreeEncoder
         let array: JSONArrayBox
 
@@ -187,7 +187,7 @@ extension JSONTreeEncoder {
         }
     }
 
-    struct SingleValueContainer: SingleValueIntegerForwarding {
+    struct SingleValueContainer: SingleValueEncodingContainer, IntegerForwarding {
         let encoder: JSONTreeEncoder
 
         var codingPath: [any CodingKey] { encoder.codingPath }

@@ -62,7 +62,9 @@ import Testing
         ))
         try expectSameBytes([Int128.min, Int128.max])
         try expectSameBytes([UInt128.max])
+        try expectSameBytes(WideIntegersInAnUnkeyedContainer())
     }
+
 
     @Test func everyControlCharacterQuoteBackslashAndSlash() throws {
         let text = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self) + "\"\\/ é 😀 \u{7F}"
@@ -149,6 +151,16 @@ import Testing
 }
 
 // MARK: - Values
+
+/// Calls the unkeyed container's own 128-bit `encode` methods (an array of them goes through each
+/// element's single value container instead).
+private struct WideIntegersInAnUnkeyedContainer: Encodable {
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        try container.encode(Int128.min)
+        try container.encode(UInt128.max)
+    }
+}
 
 private struct Numbers: Encodable {
     let int: Int, int8: Int8, int16: Int16, int32: Int32, int64: Int64
