@@ -55,13 +55,8 @@ final class InstanceStore: Sendable {
         return instance(key: key)
     }
 
-    /// The instance whose id has this UTF-8, if it is live.
-    func instance(utf8 id: UnsafeBufferPointer<UInt8>) -> (any HostedInstance)? {
-        guard let key = InstanceKey(utf8: id) else { return nil }
-        return instance(key: key)
-    }
-
-    private func instance(key: InstanceKey) -> (any HostedInstance)? {
+    /// The instance whose id has this key, if it is live.
+    func instance(key: InstanceKey) -> (any HostedInstance)? {
         shard(key).withLock { $0[key] }
     }
 

@@ -227,16 +227,19 @@ public final class ReactorService: Sendable {
     // MARK: - Helpers
 
     private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
-        // An id as it is always sent (its alphabet needs no escapes) is looked up in the path's
-        // own bytes; anything else is decoded first.
+        // An id as it is always sent (its alphabet needs no escapes) is looked up from the path's
+        // own bytes; anything else is decoded first. Either way it is looked up once.
         var found: (any HostedInstance)?
-        request.pathParameters.withRawValue(of: "id") { found = store.instance(utf8: $0) }
+        var isPlainID = false
+        request.pathParameters.withRawValue(of: "id") { raw in
+            guard let key = InstanceKey(utf8: raw) else { return }
+            isPlainID = true
+            found = store.instance(key: key)
+        }
         if let found { return found }
         let id = request.pathParameters["id"] ?? ""
-        guard let instance = store.instance(id) else {
-            throw Problem.noSuchInstance(id)
-        }
-        return instance
+        if !isPlainID, let instance = store.instance(id) { return instance }
+        throw Problem.noSuchInstance(id)
     }
 
     private func requireJSON(_ request: HTTPRequest) throws(Problem) {
