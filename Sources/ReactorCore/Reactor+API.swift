@@ -70,6 +70,19 @@ extension Reactor {
         runtime.addErrorObserver(observer)
     }
 
+    /// ``observeStates(_:)`` for an observer that stays registered until ``dispose()``: no token
+    /// is made, so there is none to keep — for code hosting many reactors, where a token and
+    /// what it holds are a good part of an idle reactor's memory.
+    package func observeStatesUntilDisposed(_ observer: @escaping @Sendable (_ state: State, _ version: UInt64) -> Void) {
+        _ = runtime.registerObserver(self, receive: observer, finish: nil)
+    }
+
+    /// ``observeErrors(_:)`` for an observer that stays registered until ``dispose()``, with no
+    /// token (see ``observeStatesUntilDisposed(_:)``).
+    package func observeErrorsUntilDisposed(_ observer: @escaping @Sendable (MutationFailure) -> Void) {
+        _ = runtime.registerErrorObserver(observer, finish: nil)
+    }
+
     /// Mutation errors from now on, as a stream; it finishes when the reactor is disposed.
     public var errors: AsyncStream<MutationFailure> {
         let (stream, continuation) = AsyncStream.makeStream(of: MutationFailure.self)

@@ -255,6 +255,22 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         receive: @escaping @Sendable (_ state: R.State, _ version: UInt64) -> Void,
         finish: (@Sendable () -> Void)? = nil
     ) -> ObservationToken {
+        let id = registerObserver(reactor, receive: receive, finish: finish)
+        // The token holds the shared state, not the runtime: a weak reference would give the
+        // runtime a side table, and every retain of it would then take the slow path (one more
+        // cache miss per action when instances are many). Once the runtime is gone the shared
+        // state holds no observers, so keeping it alive is harmless.
+        let shared = self.shared
+        return ObservationToken { Self.removeObserver(id, from: shared) }
+    }
+
+    /// Registers an observer until it is removed by `id` or the runtime is disposed; delivers
+    /// the current state to it first (see `Reactor.observe`). Returns its id.
+    @usableFromInline func registerObserver(
+        _ reactor: R,
+        receive: @escaping @Sendable (_ state: R.State, _ version: UInt64) -> Void,
+        finish: (@Sendable () -> Void)?
+    ) -> UInt64 {
         ensureStarted(reactor)
         let observer = StateObserver(receive: receive, finish: finish)
         let (id, initial, pool) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?, DrainPool?) in
@@ -279,12 +295,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         } else if shared.withLock({ $0.isDisposed }) {
             finish?()
         }
-        // The token holds the shared state, not the runtime: a weak reference would give the
-        // runtime a side table, and every retain of it would then take the slow path (one more
-        // cache miss per action when instances are many). Once the runtime is gone the shared
-        // state holds no observers, so keeping it alive is harmless.
-        let shared = self.shared
-        return ObservationToken { Self.removeObserver(id, from: shared) }
+        return id
     }
 
     @usableFromInline static func removeObserver(_ id: UInt64, from shared: Locked<SharedState>) {
@@ -306,22 +317,29 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         _ receive: @escaping @Sendable (MutationFailure) -> Void,
         finish: (@Sendable () -> Void)? = nil
     ) -> ObservationToken {
-        let id = shared.withLock { shared -> UInt64? in
-            if shared.isDisposed { return nil }
-            let id = shared.nextObserverID()
-            shared.errorObservers.append((id, ErrorObserver(receive: receive, finish: finish)))
-            return id
-        }
-        guard let id else {
-            finish?()
-            return ObservationToken {}
-        }
+        guard let id = registerErrorObserver(receive, finish: finish) else { return ObservationToken {} }
         // Holds the shared state rather than a weak runtime, as in `addObserver`.
         let shared = self.shared
         return ObservationToken {
             // Let go of after the lock, as in `removeObserver`.
             _ = shared.withLock { Self.take(id, from: &$0.errorObservers) }
         }
+    }
+
+    /// Registers an error observer until it is removed by `id` or the runtime is disposed.
+    /// Returns its id; nil, having called `finish`, when the runtime is already disposed.
+    @usableFromInline func registerErrorObserver(
+        _ receive: @escaping @Sendable (MutationFailure) -> Void,
+        finish: (@Sendable () -> Void)?
+    ) -> UInt64? {
+        let id = shared.withLock { shared -> UInt64? in
+            if shared.isDisposed { return nil }
+            let id = shared.nextObserverID()
+            shared.errorObservers.append((id, ErrorObserver(receive: receive, finish: finish)))
+            return id
+        }
+        if id == nil { finish?() }
+        return id
     }
 
     @usableFromInline func report(_ failure: MutationFailure) {

@@ -153,6 +153,51 @@ import Testing
         #expect(weakCanary == nil)
     }
 
+    @Test func observersRegisteredUntilDisposedStayWithoutATokenAndGoOnDispose() {
+        final class Canary: Sendable {}
+        let reactor = ProbeReactor()
+        weak var weakCanary: Canary?
+        let versions = Locked<[UInt64]>([])
+        let failures = Locked<[String]>([])
+        do {
+            let canary = Canary()
+            weakCanary = canary
+            // Nothing is kept from these calls: the observers must stay registered anyway.
+            reactor.observeStatesUntilDisposed { _, version in
+                _ = canary
+                versions.withLock { $0.append(version) }
+            }
+            reactor.observeErrorsUntilDisposed { failure in
+                _ = canary
+                failures.withLock { $0.append(failure.message) }
+            }
+        }
+        reactor.send(.add(1))
+        reactor.send(.fail)  // publishes one state, then fails
+        #expect(versions.withLock { $0 } == [0, 1, 2])
+        #expect(failures.withLock { $0 } == ["boom"])
+        #expect(weakCanary != nil)
+
+        reactor.dispose()
+        #expect(weakCanary == nil)
+        reactor.send(.add(1))
+        #expect(versions.withLock { $0 } == [0, 1, 2])
+    }
+
+    @Test func registeringAnErrorObserverOnADisposedReactorKeepsNothing() {
+        final class Canary: Sendable {}
+        let reactor = ProbeReactor()
+        reactor.dispose()
+        weak var weakCanary: Canary?
+        do {
+            let canary = Canary()
+            weakCanary = canary
+            reactor.observeErrorsUntilDisposed { _ in _ = canary }
+            reactor.observeStatesUntilDisposed { _, _ in _ = canary }
+        }
+        #expect(weakCanary == nil)
+    }
+
     // When an observer that owns another observation of its reactor is let go, the token it
     // owns cancels itself, which takes the reactor's lock: observers must never be let go while
     // that lock is held. Each test runs on another thread, so a deadlock fails it after a while
