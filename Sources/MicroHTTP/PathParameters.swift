@@ -29,11 +29,7 @@ public struct PathParameters: Sendable {
     /// malformed), or nil when the route has no such parameter.
     public subscript(name: String) -> String? {
         var value: String?
-        withRawValue(of: name) { raw in
-            value = raw.contains(UInt8(ascii: "%"))
-                ? PercentDecoding.decodeOrKeep(Substring(decoding: raw, as: UTF8.self), plusAsSpace: false)
-                : String(decoding: raw, as: UTF8.self)
-        }
+        withRawValue(of: name) { raw in value = PercentDecoding.decodeOrKeep(pathSegment: raw) }
         return value
     }
 

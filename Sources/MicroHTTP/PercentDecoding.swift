@@ -34,6 +34,13 @@ enum PercentDecoding {
         decode(text, plusAsSpace: plusAsSpace) ?? String(text)
     }
 
+    /// A path segment's bytes as sent, percent-decoded (`+` stays `+`), or kept as they are when
+    /// an escape is malformed.
+    static func decodeOrKeep(pathSegment bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return bytes.contains(UInt8(ascii: "%")) ? decodeOrKeep(text[...], plusAsSpace: false) : text
+    }
+
     /// Parses `a=1&b=x+y`: names and values percent-decoded, `+` as space, last value wins.
     static func query(_ query: Substring) -> [String: String] {
         var result: [String: String] = [:]

@@ -107,8 +107,7 @@ public struct Router: Sendable {
     /// has escapes).
     private static func equal(_ part: UnsafeBufferPointer<UInt8>, _ literal: [UInt8]) -> Bool {
         if part.contains(UInt8(ascii: "%")) {
-            let decoded = PercentDecoding.decodeOrKeep(Substring(decoding: part, as: UTF8.self), plusAsSpace: false)
-            return decoded.utf8.elementsEqual(literal)
+            return PercentDecoding.decodeOrKeep(pathSegment: part).utf8.elementsEqual(literal)
         }
         return literal.withUnsafeBufferPointer { literal in
             literal.count == part.count && (part.isEmpty || memcmp(part.baseAddress!, literal.baseAddress!, part.count) == 0)
