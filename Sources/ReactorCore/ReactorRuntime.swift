@@ -15,12 +15,14 @@ import Synchronization
 public final class ReactorRuntime<R: Reactor>: Sendable {
     // Stored properties are laid out in this order: the ones every action uses come first, so
     // that they share as few cache lines as possible.
-    @usableFromInline let started = Atomic<Bool>(false)
+    /// `notStarted`, `starting` (one thread is building the engine) or `started`.
+    @usableFromInline let startPhase = Atomic<UInt8>(StartPhase.notStarted)
     @usableFromInline let shared = Locked(SharedState())
 
     /// State only the drainer touches. Safe without a lock because:
-    /// - it is set once, under `startLock`, before `started` is stored with release ordering,
-    ///   and read only after `started` was loaded with acquire ordering;
+    /// - it is set once, by the one thread that moved `startPhase` to `starting`, before that
+    ///   thread stores `started` there with release ordering, and read only after `started` was
+    ///   loaded with acquire ordering;
     /// - afterwards its contents are used only by the thread that holds the `isDraining` flag,
     ///   which is taken and given back under `shared`'s lock (so each drainer sees the previous
     ///   drainer's writes). No two threads ever use it at once.
@@ -48,9 +50,6 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
     @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: DrainPool) -> Void
 
-    /// Taken once, to start the runtime.
-    @usableFromInline let startLock = Locked(())
-
     /// Creates an idle runtime; it starts on the reactor's first use.
     @inlinable public init() {
         scheduleSpecialized = { runtime, reactor, pool in
@@ -74,27 +73,41 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     // MARK: - Start
 
-    @inline(__always)
-    @inlinable func ensureStarted(_ reactor: R) {
-        if !started.load(ordering: .acquiring) { start(reactor) }
+    /// The values of `startPhase`.
+    @usableFromInline enum StartPhase {
+        @inlinable static var notStarted: UInt8 { 0 }
+        @inlinable static var starting: UInt8 { 1 }
+        @inlinable static var started: UInt8 { 2 }
     }
 
+    @inline(__always)
+    @inlinable func ensureStarted(_ reactor: R) {
+        if startPhase.load(ordering: .acquiring) != StartPhase.started { start(reactor) }
+    }
+
+    /// Starts the runtime on the first thread to get here; any other thread arriving meanwhile
+    /// waits at the ``StartGate`` until the engine is there. (A reactor whose `initialState` or
+    /// `transform` builders use the same reactor waits on itself, as it would on a lock.)
     @usableFromInline func start(_ reactor: R) {
-        startLock.withLock { _ in
-            if started.load(ordering: .acquiring) { return }
-            let engine = Engine(
-                state: reactor.initialState,
-                actionFlow: reactor.transform(action: .identity).compiled(),
-                mutationFlow: reactor.transform(mutation: .identity).compiled(),
-                stateFlow: reactor.transform(state: .identity).compiled()
-            )
-            let initial = StateUpdate(version: 0, state: engine.stateFlow.apply(engine.state) ?? engine.state)
-            engine.latest = initial
-            self.engine = engine
-            shared.withLock { $0.current = initial }
-            started.store(true, ordering: .releasing)
-            startSources(of: engine, reactor: reactor)
+        let (claimed, _) = startPhase.compareExchange(
+            expected: StartPhase.notStarted, desired: StartPhase.starting, ordering: .acquiring)
+        guard claimed else {
+            StartGate.shared.wait { startPhase.load(ordering: .acquiring) == StartPhase.started }
+            return
         }
+        let engine = Engine(
+            state: reactor.initialState,
+            actionFlow: reactor.transform(action: .identity).compiled(),
+            mutationFlow: reactor.transform(mutation: .identity).compiled(),
+            stateFlow: reactor.transform(state: .identity).compiled()
+        )
+        let initial = StateUpdate(version: 0, state: engine.stateFlow.apply(engine.state) ?? engine.state)
+        engine.latest = initial
+        self.engine = engine
+        shared.withLock { $0.current = initial }
+        startPhase.store(StartPhase.started, ordering: .releasing)
+        StartGate.shared.broadcast()
+        startSources(of: engine, reactor: reactor)
     }
 
     @usableFromInline func startSources(of engine: Engine, reactor: R) {

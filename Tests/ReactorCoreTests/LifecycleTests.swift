@@ -239,3 +239,57 @@ import Testing
         #expect(reactor.currentState.results.isEmpty)
     }
 }
+
+/// Counts how often its runtime builds the pipeline, and holds the first build until released,
+/// so that other threads arrive while the runtime is starting.
+private final class SlowStartReactor: Reactor {
+    enum Action: String, Codable, Sendable { case add }
+    typealias Mutation = Action
+    struct State: Codable, Sendable, Equatable { var total = 0 }
+
+    let initialState = State()
+    let runtime = ReactorRuntime<SlowStartReactor>()
+    let builds = Atomic<Int>(0)
+    let building = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+
+    func transform(action: Flow<Action>) -> Flow<Action> {
+        if builds.wrappingAdd(1, ordering: .relaxed).oldValue == 0 {
+            building.signal()
+            release.wait()
+        }
+        return action
+    }
+
+    func reduce(state: State, mutation: Mutation) -> State {
+        State(total: state.total + 1)
+    }
+}
+
+@Suite struct StartTests {
+    @Test func threadsArrivingWhileTheRuntimeStartsWaitForItAndItStartsOnce() {
+        let reactor = SlowStartReactor()
+        let others = 8
+        let sent = DispatchGroup()
+        let arrived = DispatchSemaphore(value: 0)
+        sent.enter()
+        Thread.detachNewThread {
+            _ = reactor.send(.add)
+            sent.leave()
+        }
+        reactor.building.wait()  // the first thread is inside the start now
+        for _ in 0..<others {
+            sent.enter()
+            Thread.detachNewThread {
+                arrived.signal()
+                _ = reactor.send(.add)
+                sent.leave()
+            }
+        }
+        for _ in 0..<others { arrived.wait() }
+        reactor.release.signal()
+        sent.wait()
+        #expect(reactor.builds.load(ordering: .relaxed) == 1)
+        #expect(reactor.currentState.total == others + 1)
+    }
+}
