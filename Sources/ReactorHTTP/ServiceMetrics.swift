@@ -7,29 +7,22 @@ import Synchronization
 /// services in one process never share counters), rendered by `GET /metrics`.
 final class ServiceMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
     private let instances: Metrics.Gauge
     private let streams: Metrics.Gauge
-    private let actions: Metrics.Counter
     private let mutationErrors: Metrics.Counter
     private let stalls: Metrics.Counter
     private let stalledInstances: Metrics.Gauge
     private let stalledNow = Atomic<Int>(0)
+    /// Request counts and durations, and accepted actions: written on every request, so kept
+    /// per thread rather than in the registry's shared counters.
+    private let requests = RequestStatistics()
     private let unmatchedRoutes = Locked<[String: RouteMetrics]>([:])
 
     init() {
         registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [
-            .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500),
-            .milliseconds(1), .milliseconds(2.5), .milliseconds(5), .milliseconds(10),
-            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-            .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
-        ]
-        self.factory = factory
+        let factory = PrometheusMetricsFactory(registry: registry)
         instances = Metrics.Gauge(label: "reactor_instances", factory: factory)
         streams = Metrics.Gauge(label: "reactor_event_streams", factory: factory)
-        actions = Metrics.Counter(label: "reactor_actions_accepted_total", factory: factory)
         mutationErrors = Metrics.Counter(label: "reactor_mutation_errors_total", factory: factory)
         stalls = Metrics.Counter(label: "reactor_stalls_total", factory: factory)
         stalledInstances = Metrics.Gauge(label: "reactor_stalled_instances", factory: factory)
@@ -40,22 +33,26 @@ final class ServiceMetrics: Sendable {
 
     /// The request metrics of one route and method; made once per route, when routes are built.
     func route(_ route: String, method: String) -> RouteMetrics {
-        RouteMetrics(route: route, method: method, factory: factory)
+        requests.route(route, method: method)
     }
 
-    /// The request metrics of requests that matched no route, by method.
+    /// The request metrics of requests that matched no route, by method: the standard methods
+    /// each, every other token as `other` (a client choosing method names must not add series).
     func unmatched(method: String) -> RouteMetrics {
-        unmatchedRoutes.withLock { routes in
+        let method = Self.standardMethods.contains(method) ? method : "other"
+        return unmatchedRoutes.withLock { routes in
             if let metrics = routes[method] { return metrics }
-            let metrics = RouteMetrics(route: "unmatched", method: method, factory: factory)
+            let metrics = requests.route("unmatched", method: method)
             routes[method] = metrics
             return metrics
         }
     }
 
+    private static let standardMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
+
     func instanceCount(_ count: Int) { instances.record(count) }
     func streamCount(_ count: Int) { streams.record(count) }
-    func actionAccepted() { actions.increment() }
+    func actionAccepted() { requests.actionAccepted() }
     func mutationFailed() { mutationErrors.increment() }
 
     var stalledInstanceCount: Int { stalledNow.load(ordering: .relaxed) }
@@ -68,60 +65,6 @@ final class ServiceMetrics: Sendable {
 
     /// The Prometheus text exposition of every metric.
     func render() -> [UInt8] {
-        registry.emitToBuffer()
-    }
-}
-
-/// `http_requests_total` (by status) and `http_request_duration_seconds` of one route and
-/// method, so answering a request looks nothing up by name.
-final class RouteMetrics: Sendable {
-    private let route: String
-    private let method: String
-    private let factory: PrometheusMetricsFactory
-    private let duration: Metrics.Timer
-    /// The counter of the first status the route answered (almost every answer: 202 for
-    /// actions, 200 for reads), read without a lock.
-    private let usual = SetOnceReference<StatusCounter>()
-    /// A route answers with a handful of statuses: a short list beats hashing.
-    private let counters = Locked<[StatusCounter]>([])
-
-    private final class StatusCounter: Sendable {
-        let status: Int
-        let counter: Metrics.Counter
-
-        init(status: Int, counter: Metrics.Counter) {
-            self.status = status
-            self.counter = counter
-        }
-    }
-
-    fileprivate init(route: String, method: String, factory: PrometheusMetricsFactory) {
-        self.route = route
-        self.method = method
-        self.factory = factory
-        duration = Metrics.Timer(label: "http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-    }
-
-    /// Counts one answered request and records how long it took.
-    func requestFinished(status: Int, nanoseconds: Int64) {
-        counter(for: status).increment()
-        duration.recordNanoseconds(nanoseconds)
-    }
-
-    private func counter(for status: Int) -> Metrics.Counter {
-        if let usual = usual.load(), usual.status == status { return usual.counter }
-        let known = counters.withLock { counters in
-            if let known = counters.first(where: { $0.status == status }) { return known }
-            let counter = Metrics.Counter(
-                label: "http_requests_total",
-                dimensions: [("route", route), ("method", method), ("status", String(status))],
-                factory: factory
-            )
-            let known = StatusCounter(status: status, counter: counter)
-            counters.append(known)
-            return known
-        }
-        _ = usual.storeIfNil(known)
-        return known.counter
+        registry.emitToBuffer() + Array(requests.render().utf8)
     }
 }

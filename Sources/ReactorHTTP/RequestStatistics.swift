@@ -1,0 +1,208 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Locking
+import Synchronization
+
+/// What every request adds to the metrics — its route's count by status, its duration, and the
+/// service's count of accepted actions — kept per thread and summed when `/metrics` is rendered.
+///
+/// Each thread writes only its own ``StatisticsShard``, so answering a request never writes a
+/// cache line another core wrote last: counters and a histogram shared by the server's threads
+/// cost about 0.7 µs of CPU per request here (7 % of a `GET`), most of it that line moving
+/// between cores.
+final class RequestStatistics: Sendable {
+
+    /// Slots per route: the duration buckets, the sum of durations, the usual statuses.
+    static let slotsPerRoute = 32
+    /// Routes a service may have, the service-wide counters taking the place of one.
+    static let routeCapacity = StatisticsShard.slotCount / slotsPerRoute - 1
+
+    /// Histogram bounds in nanoseconds, and the same bounds as `/metrics` has always printed them.
+    static let bucketBounds: [Int64] = [
+        50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000,
+        50_000_000, 100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000,
+        5_000_000_000, 10_000_000_000,
+    ]
+    static let bucketLabels = [
+        "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+        "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0",
+    ]
+    /// Statuses counted per thread; any other is counted under a lock (see ``RouteMetrics``).
+    static let usualStatuses = [200, 201, 202, 204, 304, 400, 404, 405, 409, 413, 415, 429, 503]
+
+    /// Where in a route's slots each part sits: the buckets (the last one past every bound),
+    /// then the sum, then the usual statuses.
+    static let sumSlot = bucketBounds.count + 1
+    static let firstStatusSlot = sumSlot + 1
+    /// The service-wide slot counting accepted actions (in the block after the routes').
+    static let actionsSlot = routeCapacity * slotsPerRoute
+
+    private let shards = ThreadShards()
+    private let routes = Locked<[RouteMetrics]>([])
+
+    init() {
+        precondition(Self.firstStatusSlot + Self.usualStatuses.count <= Self.slotsPerRoute)
+    }
+
+    /// A route's statistics: `http_requests_total` by method and status, and
+    /// `http_request_duration_seconds` by route (summed over the route's methods).
+    func route(_ route: String, method: String) -> RouteMetrics {
+        routes.withLock { routes in
+            precondition(routes.count < Self.routeCapacity, "more than \(Self.routeCapacity) routes")
+            let statistics = RouteMetrics(route: route, method: method, base: routes.count * Self.slotsPerRoute,
+                                          shards: shards)
+            routes.append(statistics)
+            return statistics
+        }
+    }
+
+    /// Counts an accepted action.
+    func actionAccepted() { shards.current().add(1, at: Self.actionsSlot) }
+
+    /// The Prometheus text of `http_requests_total`, `http_request_duration_seconds` and
+    /// `reactor_actions_accepted_total`.
+    func render() -> String {
+        let shards = self.shards.all
+        let routes = self.routes.withLock { $0 }
+        func total(_ slot: Int) -> Int64 { shards.reduce(0) { $0 &+ $1.value(at: slot) } }
+
+        var text = "# TYPE http_requests_total counter\n"
+        for route in routes {
+            var counts: [(status: Int, count: Int64)] = []
+            for (offset, status) in Self.usualStatuses.enumerated() {
+                let count = total(route.base + Self.firstStatusSlot + offset)
+                if count > 0 { counts.append((status, count)) }
+            }
+            counts += route.otherStatuses.map { ($0.key, $0.value) }
+            for (status, count) in counts.sorted(by: { $0.status < $1.status }) {
+                text += "http_requests_total{route=\"\(route.route)\",method=\"\(route.method)\",status=\"\(status)\"} \(count)\n"
+            }
+        }
+
+        text += "# TYPE http_request_duration_seconds histogram\n"
+        var routeNames: [String] = []
+        for route in routes where !routeNames.contains(route.route) { routeNames.append(route.route) }
+        for name in routeNames {
+            let bases = routes.filter { $0.route == name }.map(\.base)
+            func sum(_ slot: Int) -> Int64 { bases.reduce(0) { $0 &+ total($1 + slot) } }
+            var cumulative: Int64 = 0
+            for (index, label) in Self.bucketLabels.enumerated() {
+                cumulative &+= sum(index)
+                text += "http_request_duration_seconds_bucket{route=\"\(name)\",le=\"\(label)\"} \(cumulative)\n"
+            }
+            cumulative &+= sum(Self.bucketBounds.count)
+            text += "http_request_duration_seconds_bucket{route=\"\(name)\",le=\"+Inf\"} \(cumulative)\n"
+            text += "http_request_duration_seconds_sum{route=\"\(name)\"} \(Self.seconds(nanoseconds: sum(Self.sumSlot)))\n"
+            text += "http_request_duration_seconds_count{route=\"\(name)\"} \(cumulative)\n"
+        }
+
+        text += "# TYPE reactor_actions_accepted_total counter\n"
+        text += "reactor_actions_accepted_total \(total(Self.actionsSlot))\n"
+        return text
+    }
+
+    /// Nanoseconds as decimal seconds, exactly: `0.000009294`, `1.5`, `0.0`.
+    static func seconds(nanoseconds: Int64) -> String {
+        let whole = nanoseconds / 1_000_000_000
+        var fraction = String(nanoseconds % 1_000_000_000)
+        fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+        while fraction.count > 1 && fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(whole).\(fraction)"
+    }
+}
+
+/// One route and method's part of ``RequestStatistics``.
+final class RouteMetrics: Sendable {
+    let route: String
+    let method: String
+    /// The first of this route's slots in every shard.
+    let base: Int
+    private let shards: ThreadShards
+    /// Statuses other than the usual ones (rare), by status.
+    private let others = Locked<[Int: Int64]>([:])
+
+    fileprivate init(route: String, method: String, base: Int, shards: ThreadShards) {
+        self.route = route
+        self.method = method
+        self.base = base
+        self.shards = shards
+    }
+
+    /// Counts one answered request and records how long it took.
+    func requestFinished(status: Int, nanoseconds: Int64) {
+        let shard = shards.current()
+        let bounds = RequestStatistics.bucketBounds
+        var bucket = 0
+        while bucket < bounds.count && nanoseconds > bounds[bucket] { bucket += 1 }
+        shard.add(1, at: base + bucket)
+        shard.add(nanoseconds, at: base + RequestStatistics.sumSlot)
+        if let offset = RequestStatistics.usualStatuses.firstIndex(of: status) {
+            shard.add(1, at: base + RequestStatistics.firstStatusSlot + offset)
+        } else {
+            others.withLock { $0[status, default: 0] += 1 }
+        }
+    }
+
+    fileprivate var otherStatuses: [Int: Int64] { others.withLock { $0 } }
+}
+
+/// Each thread's ``StatisticsShard``, found through a thread-specific key.
+final class ThreadShards: @unchecked Sendable {
+    // `@unchecked Sendable`: `key` is set once in `init` and only read afterwards;
+    // `pthread_getspecific`/`pthread_setspecific` reach the calling thread's own value; the
+    // list of shards is behind a lock, and each shard's slots are atomics.
+    private let key: pthread_key_t
+    private let shards = Locked<[StatisticsShard]>([])
+
+    init() {
+        var key = pthread_key_t()
+        // Fails only when the process has used up its thread-specific keys (1,024 on Linux).
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for the metrics")
+        self.key = key
+    }
+
+    deinit {
+        // Threads keep a stale value under the key until they end; the C library never hands
+        // out a stale value for a key created later.
+        pthread_key_delete(key)
+    }
+
+    /// The calling thread's shard, made and registered on its first use.
+    func current() -> StatisticsShard {
+        if let raw = pthread_getspecific(key) {
+            return Unmanaged<StatisticsShard>.fromOpaque(raw).takeUnretainedValue()
+        }
+        let shard = StatisticsShard()
+        // Kept by the list as long as these shards, so the pointer under the key stays valid
+        // (and a thread that ends leaves its counts in the totals).
+        shards.withLock { $0.append(shard) }
+        pthread_setspecific(key, Unmanaged.passUnretained(shard).toOpaque())
+        return shard
+    }
+
+    /// Every thread's shard so far.
+    var all: [StatisticsShard] { shards.withLock { $0 } }
+}
+
+/// One thread's counters. Only that thread adds to them, so an addition is a plain load and
+/// store (atomic, so that rendering may read them meanwhile), never a locked instruction.
+final class StatisticsShard: Sendable {
+    static let slotCount = 2048
+    private let slots: InlineArray<2048, Atomic<Int64>>
+
+    init() {
+        slots = InlineArray { _ in Atomic(0) }
+    }
+
+    /// Adds `amount` to a slot. Only the shard's own thread calls this.
+    @inline(__always) func add(_ amount: Int64, at slot: Int) {
+        slots[slot].store(slots[slot].load(ordering: .relaxed) &+ amount, ordering: .relaxed)
+    }
+
+    func value(at slot: Int) -> Int64 { slots[slot].load(ordering: .relaxed) }
+}

@@ -1,0 +1,55 @@
+import Foundation
+@testable import ReactorHTTP
+import Testing
+
+@Suite struct RequestStatisticsTests {
+    @Test func durationsFallInTheFirstBucketWhoseBoundTheyDoNotExceed() {
+        let statistics = RequestStatistics()
+        let route = statistics.route("/r", method: "GET")
+        for nanoseconds: Int64 in [1, 50_000, 50_001, 10_000_000_000, 10_000_000_001] {
+            route.requestFinished(status: 200, nanoseconds: nanoseconds)
+        }
+        let text = statistics.render()
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/r",le="0.00005"} 2"#))
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/r",le="0.0001"} 3"#))
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/r",le="5.0"} 3"#))
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/r",le="10.0"} 4"#))
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/r",le="+Inf"} 5"#))
+        #expect(text.contains(#"http_request_duration_seconds_sum{route="/r"} 20.000100003"#))
+        #expect(text.contains(#"http_requests_total{route="/r",method="GET",status="200"} 5"#))
+    }
+
+    @Test func countsFromManyThreadsAddUpAndRareStatusesAreKeptToo() async {
+        let statistics = RequestStatistics()
+        let get = statistics.route("/r", method: "GET")
+        let delete = statistics.route("/r", method: "DELETE")
+        let threads = 8, each = 1_000
+        let done = DispatchGroup()
+        for thread in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for _ in 0..<each {
+                    get.requestFinished(status: thread == 0 ? 418 : 200, nanoseconds: 1_000)
+                    delete.requestFinished(status: 204, nanoseconds: 1_000)
+                    statistics.actionAccepted()
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        let text = statistics.render()
+        #expect(text.contains(#"http_requests_total{route="/r",method="GET",status="200"} \#((threads - 1) * each)"#))
+        #expect(text.contains(#"http_requests_total{route="/r",method="GET",status="418"} \#(each)"#))
+        #expect(text.contains(#"http_requests_total{route="/r",method="DELETE",status="204"} \#(threads * each)"#))
+        // One histogram per route, over its methods.
+        #expect(text.contains(#"http_request_duration_seconds_count{route="/r"} \#(2 * threads * each)"#))
+        #expect(text.contains("reactor_actions_accepted_total \(threads * each)"))
+    }
+
+    @Test func secondsAreWrittenExactly() {
+        #expect(RequestStatistics.seconds(nanoseconds: 0) == "0.0")
+        #expect(RequestStatistics.seconds(nanoseconds: 9_294) == "0.000009294")
+        #expect(RequestStatistics.seconds(nanoseconds: 1_500_000_000) == "1.5")
+        #expect(RequestStatistics.seconds(nanoseconds: 12_000_000_001) == "12.000000001")
+    }
+}
