@@ -12,9 +12,8 @@ import Synchronization
 /// service's count of accepted actions — kept per thread and summed when `/metrics` is rendered.
 ///
 /// Each thread writes only its own ``StatisticsShard``, so answering a request never writes a
-/// cache line another core wrote last: counters and a histogram shared by the server's threads
-/// cost about 0.7 µs of CPU per request here (7 % of a `GET`), most of it that line moving
-/// between cores.
+/// cache line another core wrote last, and takes no lock: recording a request costs about 140
+/// instructions, where swift-prometheus's shared histogram and counters took about 1,000.
 final class RequestStatistics: Sendable {
 
     /// Slots per route: the duration buckets, the sum of durations, the usual statuses.
