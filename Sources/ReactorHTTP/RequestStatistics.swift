@@ -15,7 +15,6 @@ import Synchronization
 /// cache line another core wrote last, and takes no lock: recording a request costs about 140
 /// instructions, where swift-prometheus's shared histogram and counters took about 1,000.
 final class RequestStatistics: Sendable {
-
     /// Slots per route: the duration buckets, the sum of durations, the usual statuses.
     static let slotsPerRoute = 32
     /// Routes a service may have, the service-wide counters taking the place of one.
