@@ -427,3 +427,15 @@ def test_sigterm_ends_streams_and_exits_zero(start_server):
     assert (end.event, end.json()) == ("end", {"reason": "shutdown"})
     assert stream.next(timeout=15) is None
     assert server.wait(timeout=15) == 0
+
+
+def test_each_request_is_logged_at_debug_level_only(start_server):
+    quiet = start_server("--log-level", "info")
+    chatty = start_server("--log-level", "debug")
+    for instance in (quiet, chatty):
+        assert instance.request("GET", "/healthz").status == 200
+        assert instance.request("GET", "/nowhere").status == 404
+    lines = [line for line in chatty.stderr().splitlines() if line.endswith(" request")]
+    assert any("path=/healthz" in line and "status=200" in line for line in lines), chatty.stderr()
+    assert any("path=/nowhere" in line and "status=404" in line for line in lines), chatty.stderr()
+    assert "path=/healthz" not in quiet.stderr()
