@@ -339,7 +339,7 @@ public final class ReactorService: Sendable {
         }
     }
 
-    fileprivate func finish(_ response: HTTPResponse, scope: RequestScope) -> HTTPResponse {
+    fileprivate func finish(_ response: consuming HTTPResponse, scope: RequestScope) -> HTTPResponse {
         var response = response
         cors.decorate(&response, for: scope.request)
         let elapsed = DispatchTime.now().uptimeNanoseconds &- scope.started
@@ -382,7 +382,7 @@ struct RequestScope: Sendable {
     }
 
     /// Adds CORS headers, records metrics and logs; returns the response to send.
-    func finish(_ response: HTTPResponse) -> HTTPResponse {
+    func finish(_ response: consuming HTTPResponse) -> HTTPResponse {
         service.finish(response, scope: self)
     }
 }
