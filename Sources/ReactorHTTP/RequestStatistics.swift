@@ -40,11 +40,14 @@ final class RequestStatistics: Sendable {
     /// The service-wide slot counting accepted actions (in the block after the routes').
     static let actionsSlot = routeCapacity * slotsPerRoute
 
-    private let shards = ThreadShards()
+    private let shards: ThreadShards
     private let routes = Locked<[RouteMetrics]>([])
 
-    init() {
+    /// - Parameter privateShardLimit: the most threads with counters of their own (see
+    ///   ``ThreadShards``).
+    init(privateShardLimit: Int = 32) {
         precondition(Self.firstStatusSlot + Self.usualStatuses.count <= Self.slotsPerRoute)
+        shards = ThreadShards(privateShardLimit: privateShardLimit)
     }
 
     /// A route's statistics: `http_requests_total` by method and status, and
@@ -58,6 +61,9 @@ final class RequestStatistics: Sendable {
             return statistics
         }
     }
+
+    /// How many shards the threads have made so far, the shared one included.
+    var shardCount: Int { shards.all.count }
 
     /// Counts an accepted action.
     func actionAccepted() { shards.current().add(1, at: Self.actionsSlot) }
@@ -150,14 +156,24 @@ final class RouteMetrics: Sendable {
 }
 
 /// Each thread's ``StatisticsShard``, found through a thread-specific key.
+///
+/// Threads come and go (the system's worker threads that fire `?wait` timeouts end when idle and
+/// new ones start later), so the shards a thread gets for itself are capped: past
+/// `privateShardLimit`, threads share one shard that adds with atomic read-modify-writes. The
+/// server's own threads (HTTP and reactor threads, started first and kept) get private shards.
 final class ThreadShards: @unchecked Sendable {
     // `@unchecked Sendable`: `key` is set once in `init` and only read afterwards;
     // `pthread_getspecific`/`pthread_setspecific` reach the calling thread's own value; the
     // list of shards is behind a lock, and each shard's slots are atomics.
     private let key: pthread_key_t
     private let shards = Locked<[StatisticsShard]>([])
+    /// The shard threads share once the private ones are used up.
+    private let sharedShard = StatisticsShard(shared: true)
+    /// The most threads with a shard of their own.
+    let privateShardLimit: Int
 
-    init() {
+    init(privateShardLimit: Int = 32) {
+        self.privateShardLimit = privateShardLimit
         var key = pthread_key_t()
         // Fails only when the process has used up its thread-specific keys (1,024 on Linux).
         precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key left for the metrics")
@@ -170,36 +186,47 @@ final class ThreadShards: @unchecked Sendable {
         pthread_key_delete(key)
     }
 
-    /// The calling thread's shard, made and registered on its first use.
+    /// The calling thread's shard: made and registered on its first use, or the shared one.
     func current() -> StatisticsShard {
         if let raw = pthread_getspecific(key) {
             return Unmanaged<StatisticsShard>.fromOpaque(raw).takeUnretainedValue()
         }
-        let shard = StatisticsShard()
-        // Kept by the list as long as these shards, so the pointer under the key stays valid
-        // (and a thread that ends leaves its counts in the totals).
-        shards.withLock { $0.append(shard) }
+        // Kept by the list (or `sharedShard`) as long as these shards, so the pointer under the
+        // key stays valid; a thread that ends leaves its counts in the totals.
+        let shard = shards.withLock { shards in
+            guard shards.count < privateShardLimit else { return sharedShard }
+            let shard = StatisticsShard(shared: false)
+            shards.append(shard)
+            return shard
+        }
         pthread_setspecific(key, Unmanaged.passUnretained(shard).toOpaque())
         return shard
     }
 
-    /// Every thread's shard so far.
-    var all: [StatisticsShard] { shards.withLock { $0 } }
+    /// Every shard so far, the shared one included.
+    var all: [StatisticsShard] { shards.withLock { $0 } + [sharedShard] }
 }
 
-/// One thread's counters. Only that thread adds to them, so an addition is a plain load and
-/// store (atomic, so that rendering may read them meanwhile), never a locked instruction.
+/// One thread's counters, or the counters of the threads that share one. Only its own thread
+/// adds to a private shard, so an addition is a plain load and store (atomic, so that rendering
+/// may read them meanwhile), never a locked instruction; a shared shard adds atomically.
 final class StatisticsShard: Sendable {
     static let slotCount = 2048
     private let slots: InlineArray<2048, Atomic<Int64>>
+    private let isShared: Bool
 
-    init() {
+    init(shared: Bool) {
         slots = InlineArray { _ in Atomic(0) }
+        isShared = shared
     }
 
-    /// Adds `amount` to a slot. Only the shard's own thread calls this.
+    /// Adds `amount` to a slot. A private shard's own thread is the only caller.
     @inline(__always) func add(_ amount: Int64, at slot: Int) {
-        slots[slot].store(slots[slot].load(ordering: .relaxed) &+ amount, ordering: .relaxed)
+        if isShared {
+            slots[slot].wrappingAdd(amount, ordering: .relaxed)
+        } else {
+            slots[slot].store(slots[slot].load(ordering: .relaxed) &+ amount, ordering: .relaxed)
+        }
     }
 
     func value(at slot: Int) -> Int64 { slots[slot].load(ordering: .relaxed) }

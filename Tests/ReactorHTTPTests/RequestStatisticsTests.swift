@@ -46,6 +46,26 @@ import Testing
         #expect(text.contains("reactor_actions_accepted_total \(threads * each)"))
     }
 
+    @Test func threadsPastThePrivateLimitShareOneShardAndNothingIsLost() {
+        let statistics = RequestStatistics(privateShardLimit: 2)
+        let route = statistics.route("/r", method: "GET")
+        let threads = 12, each = 2_000
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                start.wait()  // all of them at once, so several write the shared shard together
+                for _ in 0..<each { route.requestFinished(status: 200, nanoseconds: 1_000) }
+                done.leave()
+            }
+        }
+        for _ in 0..<threads { start.signal() }
+        done.wait()
+        #expect(statistics.shardCount == 3)
+        #expect(statistics.render().contains(#"http_requests_total{route="/r",method="GET",status="200"} \#(threads * each)"#))
+    }
+
     @Test func secondsAreWrittenExactly() {
         #expect(RequestStatistics.seconds(nanoseconds: 0) == "0.0")
         #expect(RequestStatistics.seconds(nanoseconds: 9_294) == "0.000009294")
