@@ -21,6 +21,12 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// `OPTIONS`
     public static let OPTIONS = HTTPMethod(rawValue: "OPTIONS")
 
+    /// The methods declared above, the ones HTTP defines for general use.
+    public static let standard: [HTTPMethod] = [.GET, .HEAD, .POST, .PUT, .DELETE, .PATCH, .OPTIONS]
+
+    /// Whether this is one of the ``standard`` methods rather than a token a client made up.
+    public var isStandard: Bool { Self.standard.contains(self) }
+
     /// The method token.
     public var description: String { rawValue }
 }

@@ -83,12 +83,12 @@ public final class ReactorService: Sendable {
                                      body: self.metrics.render()))
         }
         router.notFound = { request in
-            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method.rawValue),
+            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method),
                                      request: request)
             return scope.finish(Problem.notFound("no route matches \(request.path)").response)
         }
         router.methodNotAllowed = { request, allowed in
-            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method.rawValue),
+            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method),
                                      request: request)
             if request.method == .OPTIONS, let preflight = self.cors.preflight(request, allowed: allowed) {
                 return scope.finish(preflight)

@@ -1,5 +1,6 @@
 import Locking
 import Metrics
+import MicroHTTP
 import Prometheus
 import Synchronization
 
@@ -38,8 +39,8 @@ final class ServiceMetrics: Sendable {
 
     /// The request metrics of requests that matched no route, by method: the standard methods
     /// each, every other token as `other` (a client choosing method names must not add series).
-    func unmatched(method: String) -> RouteMetrics {
-        let method = Self.standardMethods.contains(method) ? method : "other"
+    func unmatched(method: HTTPMethod) -> RouteMetrics {
+        let method = method.isStandard ? method.rawValue : "other"
         return unmatchedRoutes.withLock { routes in
             if let metrics = routes[method] { return metrics }
             let metrics = requests.route("unmatched", method: method)
@@ -47,8 +48,6 @@ final class ServiceMetrics: Sendable {
             return metrics
         }
     }
-
-    private static let standardMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
     func instanceCount(_ count: Int) { instances.record(count) }
     func streamCount(_ count: Int) { streams.record(count) }

@@ -11,6 +11,14 @@ import Testing
         return router
     }
 
+    @Test func standardMethodsAreTheDeclaredOnesExactly() {
+        #expect(HTTPMethod.standard.allSatisfy { $0.isStandard })
+        #expect(HTTPMethod.standard.map(\.rawValue) == ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+        #expect(HTTPMethod(rawValue: "GET").isStandard)
+        #expect(!HTTPMethod(rawValue: "get").isStandard)  // methods are case-sensitive
+        #expect(!HTTPMethod(rawValue: "FOO1").isStandard)
+    }
+
     @Test func matchesParametersPercentDecoded() {
         let response = router().handle(HTTPRequest(method: .GET, target: "/items/a%20b"))
         #expect(response.status == 200)
