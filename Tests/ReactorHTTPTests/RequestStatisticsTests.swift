@@ -24,19 +24,13 @@ import Testing
         let get = statistics.route("/r", method: "GET")
         let delete = statistics.route("/r", method: "DELETE")
         let threads = 8, each = 1_000
-        let done = DispatchGroup()
-        for thread in 0..<threads {
-            done.enter()
-            Thread.detachNewThread {
-                for _ in 0..<each {
-                    get.requestFinished(status: thread == 0 ? 418 : 200, nanoseconds: 1_000)
-                    delete.requestFinished(status: 204, nanoseconds: 1_000)
-                    statistics.actionAccepted()
-                }
-                done.leave()
+        runOnThreads(threads) { thread in
+            for _ in 0..<each {
+                get.requestFinished(status: thread == 0 ? 418 : 200, nanoseconds: 1_000)
+                delete.requestFinished(status: 204, nanoseconds: 1_000)
+                statistics.actionAccepted()
             }
         }
-        done.wait()
         let text = statistics.render()
         #expect(text.contains(#"http_requests_total{route="/r",method="GET",status="200"} \#((threads - 1) * each)"#))
         #expect(text.contains(#"http_requests_total{route="/r",method="GET",status="418"} \#(each)"#))
@@ -50,18 +44,9 @@ import Testing
         let statistics = RequestStatistics(privateShardLimit: 2)
         let route = statistics.route("/r", method: "GET")
         let threads = 12, each = 2_000
-        let start = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for _ in 0..<threads {
-            done.enter()
-            Thread.detachNewThread {
-                start.wait()  // all of them at once, so several write the shared shard together
-                for _ in 0..<each { route.requestFinished(status: 200, nanoseconds: 1_000) }
-                done.leave()
-            }
+        runOnThreads(threads) { _ in
+            for _ in 0..<each { route.requestFinished(status: 200, nanoseconds: 1_000) }
         }
-        for _ in 0..<threads { start.signal() }
-        done.wait()
         #expect(statistics.shardCount == 3)
         #expect(statistics.render().contains(#"http_requests_total{route="/r",method="GET",status="200"} \#(threads * each)"#))
     }
@@ -72,4 +57,21 @@ import Testing
         #expect(RequestStatistics.seconds(nanoseconds: 1_500_000_000) == "1.5")
         #expect(RequestStatistics.seconds(nanoseconds: 12_000_000_001) == "12.000000001")
     }
+}
+
+/// Runs `body` on `count` threads of their own, all let go at once (so several write shared
+/// counters together), and returns when every one has finished. `body` gets the thread's index.
+private func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let start = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for index in 0..<count {
+        done.enter()
+        Thread.detachNewThread {
+            start.wait()
+            body(index)
+            done.leave()
+        }
+    }
+    for _ in 0..<count { start.signal() }
+    done.wait()
 }
