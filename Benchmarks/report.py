@@ -176,8 +176,13 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
         flat = None if r is None else (r >= 0.9 and (few is None or few >= 0.9))
         rounds = span(round_ratios("spread_rps", "RS", "RS", "few_rps"))
         rounds_text = f"; rounds against 100 of them {rounds}×" if rounds else ""
+        # C answers the same requests with a fixed body: what is left of its change is the load
+        # generator's own cost of drawing from many ids, which RS's ratio includes too.
+        c_few = ratio(c, mean("few_rps", "C"))
+        c_text = "" if c_few is None else \
+            f"; C, same requests, against 100 of them: {c_few:.2f}× (rounds {span(round_ratios('spread_rps', 'C', 'C', 'few_rps')) or '—'})"
         met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
-                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text})")
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text}{c_text})")
     elif check is not None:
         ok = check(rs, c, hb)
         met = "" if ok is None else ("yes" if ok else "**no**")
