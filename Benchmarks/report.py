@@ -179,8 +179,9 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
         # C answers the same requests with a fixed body: what is left of its change is the load
         # generator's own cost of drawing from many ids, which RS's ratio includes too.
         c_few = ratio(c, mean("few_rps", "C"))
-        c_text = "" if c_few is None else \
-            f"; C, same requests, against 100 of them: {c_few:.2f}× (rounds {span(round_ratios('spread_rps', 'C', 'C', 'few_rps')) or '—'})"
+        c_text = "" if c_few is None or few is None else \
+            (f"; C, same requests, against 100 of them: {c_few:.2f}× (rounds "
+             f"{span(round_ratios('spread_rps', 'C', 'C', 'few_rps')) or '—'}), RS's ratio ÷ C's {few / c_few:.2f}×")
         met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
                                     f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text}{c_text})")
     elif check is not None:
