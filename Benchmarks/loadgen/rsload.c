@@ -9,6 +9,11 @@
  *       SUBSCRIBERS event streams on one room instance; a `say` ("m<k>") every INTERVAL_MS;
  *       latency = say sent -> a subscriber's first event containing "m<k>"; p50/p99/max, plus
  *       the server's RSS and CPU over the measured window when SERVER_PID is given
+ *   rsload spread PORT IDS_FILE CONNS SECONDS
+ *       POST "increase" to an id drawn at random from IDS_FILE, on CONNS keep-alive connections,
+ *       one request in flight on each, for SECONDS; prints the requests answered and their rate.
+ *       Each request is formatted into one small buffer from the id, so drawing from 100,000
+ *       ids costs the generator two more cache lines (the id's pointer and bytes) than one id
  *   rsload coldstart PORT RUNS -- COMMAND ARGS...
  *       starts COMMAND RUNS times; time from fork to the first 200 on GET /healthz; min/median
  *
@@ -288,6 +293,57 @@ static void stream_read(struct conn *c, const char *needle, void (*found)(struct
   }
 }
 
+/* ---------------------------------------------------------------- spread actions */
+
+static void send_spread_action(struct conn *c, char **ids, long count, uint64_t *rng, int port) {
+  /* xorshift64: cheap, and uniform enough over the ids for a load pattern */
+  *rng ^= *rng << 13;
+  *rng ^= *rng >> 7;
+  *rng ^= *rng << 17;
+  char req[256];
+  int n = snprintf(req, sizeof req,
+                   "POST /reactors/%s/actions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 10\r\n\r\n\"increase\"",
+                   ids[*rng % (uint64_t)count], port);
+  write_all(c->fd, req, (size_t)n);
+  c->busy = 1;
+}
+
+static int cmd_spread(int port, const char *ids_path, int nconns, int seconds) {
+  long count;
+  char **ids = read_ids(ids_path, &count);
+  if (count == 0) { fprintf(stderr, "no ids in %s\n", ids_path); return 1; }
+  int ep = epoll_create1(0);
+  struct conn *conns = calloc((size_t)nconns, sizeof *conns);
+  uint64_t rng = (uint64_t)now_ns() | 1;
+  for (int i = 0; i < nconns; i++) {
+    struct conn *c = &conns[i];
+    c->fd = connect_to(port, 0);
+    if (c->fd < 0) die("connect");
+    fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+    c->kind = 1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) die("epoll_ctl");
+  }
+  int64_t start = now_ns(), end = start + (int64_t)seconds * 1000000000LL, t;
+  for (int i = 0; i < nconns; i++) send_spread_action(&conns[i], ids, count, &rng, port);
+  long answered = 0;
+  struct epoll_event events[256];
+  while ((t = now_ns()) < end) {
+    int n = wait_events(ep, events, 256, end - t);
+    for (int i = 0; i < n; i++) {
+      struct conn *c = events[i].data.ptr;
+      if (!poster_read(c)) continue;
+      answered++;
+      send_spread_action(c, ids, count, &rng, port);
+    }
+  }
+  double elapsed = (now_ns() - start) / 1e9;
+  printf("result spread requests=%ld seconds=%.3f per_s=%.0f\n", answered, elapsed, answered / elapsed);
+  for (int i = 0; i < nconns; i++) close(conns[i].fd);
+  return 0;
+}
+
 static int cmd_latency(int port, const char *ids_path, long rate, int seconds, int postconns) {
   long count;
   char **ids = read_ids(ids_path, &count);
@@ -547,6 +603,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 6 && !strcmp(argv[1], "create")) return cmd_create(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]));
+  if (argc >= 6 && !strcmp(argv[1], "spread")) return cmd_spread(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
   if (argc >= 7 && !strcmp(argv[1], "latency"))
     return cmd_latency(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]));
   if (argc >= 7 && !strcmp(argv[1], "fanout"))
