@@ -200,7 +200,9 @@ def test_event_stream_sends_the_states_of_an_action(server):
 def test_resume_with_last_event_id(server):
     instance = server.create()
     path = f"/reactors/{instance['id']}/actions"
-    server.request("POST", path, '"increase"')
+    # Both actions waited for in turn: the second's delayed change cannot interleave with the
+    # first's (as it may when the first is still in flight), so it ends at exactly version 8.
+    assert server.request("POST", path + "?wait=1", '"increase"').json()["version"] == 4
     assert server.request("POST", path + "?wait=1", '"increase"').json()["version"] == 8
     for headers, query in (({"Last-Event-ID": "5"}, ""), ({}, "?lastEventId=5")):
         stream = server.events(instance["id"], headers=headers, query=query)
