@@ -20,16 +20,14 @@ final class RequestStatistics: Sendable {
     /// Routes a service may have, the service-wide counters taking the place of one.
     static let routeCapacity = StatisticsShard.slotCount / slotsPerRoute - 1
 
-    /// Histogram bounds in nanoseconds, and the same bounds as `/metrics` has always printed them.
+    /// Histogram bounds in nanoseconds.
     static let bucketBounds: [Int64] = [
         50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000,
         50_000_000, 100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000,
         5_000_000_000, 10_000_000_000,
     ]
-    static let bucketLabels = [
-        "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
-        "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0",
-    ]
+    /// The bounds as `/metrics` has always printed them (`0.00005` … `1.0` … `10.0`).
+    static let bucketLabels = bucketBounds.map { seconds(nanoseconds: $0) }
     /// Statuses counted per thread; any other is counted under a lock (see ``RouteMetrics``).
     static let usualStatuses = [200, 201, 202, 204, 304, 400, 404, 405, 409, 413, 415, 429, 503]
 
