@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Locking
 import Synchronization
 
 /// Threads that apply reactors' actions, away from the threads that send them.
@@ -285,22 +286,11 @@ public final class DrainPool: Sendable {
     }
 }
 
-/// What a new thread runs.
-private final class ThreadBody {
-    let body: () -> Void
-    init(_ body: @escaping () -> Void) { self.body = body }
-}
-
 /// Starts a detached thread running `body`.
 private func startThread(_ body: @escaping () -> Void) {
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    let result = pthread_create(&thread, nil, { raw in
-        // `raw` is the retained `ThreadBody` passed below; it is never nil.
-        let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
-        body.body()
-        return nil
-    }, context)
-    precondition(result == 0, "could not start a thread: error \(result)")
+    var error: Int32 = 0
+    guard let thread = Locking.startThread(body, error: &error) else {
+        preconditionFailure("could not start a thread: error \(error)")
+    }
     pthread_detach(thread)
 }
