@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -21,14 +23,13 @@
 
 /** Options for cmhd_start_daemon; zero means "libmicrohttpd's default" unless noted. */
 struct cmhd_options {
-  unsigned int thread_pool_size;
   unsigned int connection_limit;
   size_t connection_memory_limit;
   unsigned int connection_timeout_seconds;
   MHD_RequestCompletedCallback notify_completed;
   void *notify_completed_cls;
-  /** Listen address; its port may be 0 for an ephemeral port. Required. */
-  const struct sockaddr *sock_addr;
+  /** A bound, listening socket the daemon accepts from (several daemons may share one). Required. */
+  int listen_fd;
 };
 
 /** Leaves the string as it is: the URI stays percent-encoded for the Swift side. */
@@ -43,9 +44,6 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
                                                    const struct cmhd_options *o) {
   struct MHD_OptionItem items[10];
   int n = 0;
-  if (o->thread_pool_size > 1) {
-    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)o->thread_pool_size, NULL };
-  }
   if (o->connection_limit > 0) {
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, (intptr_t)o->connection_limit, NULL };
   }
@@ -53,7 +51,7 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)o->connection_memory_limit, NULL };
   }
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->connection_timeout_seconds, NULL };
-  items[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *)o->sock_addr };
+  items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
   return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                           MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
@@ -66,6 +64,12 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
 static inline uint16_t cmhd_bind_port(struct MHD_Daemon *d) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   return info == NULL ? 0 : info->port;
+}
+
+/** The epoll descriptor of a daemon started with MHD_USE_EPOLL and no internal thread, or -1. */
+static inline int cmhd_epoll_fd(struct MHD_Daemon *d) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+  return info == NULL ? -1 : info->epoll_fd;
 }
 
 /** Length of the request's header section, or 0 when unknown. */

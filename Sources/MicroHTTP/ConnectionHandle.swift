@@ -1,7 +1,8 @@
 import CMicroHTTPD
 import Glibc
 
-/// A libmicrohttpd connection pointer that may cross threads.
+/// A libmicrohttpd connection pointer that may cross threads, with the waker of the loop that
+/// runs its daemon.
 ///
 /// `@unchecked Sendable` is safe because Swift never dereferences the pointer: it is only passed to
 /// `MHD_suspend_connection` / `MHD_resume_connection`, which libmicrohttpd documents as callable from
@@ -10,9 +11,16 @@ import Glibc
 /// the handle once the completion callback has run).
 struct ConnectionHandle: @unchecked Sendable {
     let raw: OpaquePointer
+    let waker: LoopWaker
 
     func suspend() { MHD_suspend_connection(raw) }
-    func resume() { MHD_resume_connection(raw) }
+
+    /// Resumes the connection and wakes its loop, which libmicrohttpd does not do by itself when
+    /// it runs without an internal thread.
+    func resume() {
+        MHD_resume_connection(raw)
+        waker.wake()
+    }
 }
 
 /// Monotonic time in nanoseconds (coarse clock: cheap enough for every write).

@@ -7,14 +7,16 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
 /// An HTTP/1.1 server over libmicrohttpd.
 ///
-/// Threading: libmicrohttpd's internal poll loop with a pool of `threads` workers
-/// (`MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME`). Handlers run on
-/// those workers; streams and deferred replies suspend their connection, which then leaves the
-/// poll set.
+/// Threading: `threads` event loops, each a libmicrohttpd daemon in external epoll mode
+/// (`MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME`) run by a thread of its own, all accepting from one
+/// listen socket. Handlers run on those threads; streams and deferred replies suspend their
+/// connection, which then costs its loop nothing until it is resumed. With epoll, a loop's work
+/// at each wake-up follows the connections that are ready, not all that are open, so idle
+/// keep-alive connections cost nothing either.
 public final class HTTPServer: Sendable {
     private enum Phase {
         case idle
-        case running(DaemonHandle, port: UInt16)
+        case running(Daemons, port: UInt16)
         case stopped
     }
 
@@ -37,8 +39,8 @@ public final class HTTPServer: Sendable {
     public func start() throws {
         try phase.withLock { phase in
             guard case .idle = phase else { throw HTTPServerError.alreadyStarted }
-            let daemon = try DaemonHandle.start(core: core)
-            phase = .running(daemon, port: cmhd_bind_port(daemon.raw))
+            let daemons = try Daemons.start(core: core)
+            phase = .running(daemons, port: daemons.port)
         }
         core.startMemoryTrimmer()
     }
@@ -53,25 +55,26 @@ public final class HTTPServer: Sendable {
 
     /// Graceful: stop accepting, finish in-flight requests, end streams (sources see isShuttingDown), stop daemon.
     ///
-    /// Order: quiesce (stop accepting) → mark shutting down and resume every stream → wait for
-    /// in-flight requests and streams (at half of `shutdownTimeout`, pending deferred replies are
-    /// answered 503 and remaining streams ended) → stop the daemon → close the listen socket.
-    /// The daemon is never stopped while a connection is suspended. Safe to call more than once.
+    /// Order: ask every loop to stop accepting → mark shutting down and resume every stream →
+    /// wait until every loop has stopped accepting and for in-flight requests and streams (at half of `shutdownTimeout`, pending deferred
+    /// replies are answered 503 and remaining streams ended) → stop the loops and their daemons →
+    /// close the listen socket. A daemon is never stopped while a connection is suspended. Safe to
+    /// call more than once.
     public func shutdown() {
-        let daemon = phase.withLock { phase -> DaemonHandle? in
+        let daemons = phase.withLock { phase -> Daemons? in
             defer { phase = .stopped }
-            if case .running(let daemon, _) = phase { return daemon }
+            if case .running(let daemons, _) = phase { return daemons }
             return nil
         }
-        guard let daemon else { return }
-        let listenSocket = MHD_quiesce_daemon(daemon.raw)
+        guard let daemons else { return }
+        daemons.requestQuiesce()
         core.beginShutdown()
 
         let timeout = core.configuration.shutdownTimeout
         let clock = ContinuousClock()
         let start = clock.now
         var forced = false
-        while core.inFlightRequests > 0, clock.now - start < timeout {
+        while core.inFlightRequests > 0 || !daemons.isQuiesced, clock.now - start < timeout {
             if !forced, clock.now - start >= timeout / 2 {
                 forced = true
                 for responder in core.pendingResponders {
@@ -79,60 +82,131 @@ public final class HTTPServer: Sendable {
                 }
                 for stream in core.openStreams { stream.terminate() }
             }
-            // Bounded polling: completions arrive on libmicrohttpd's threads.
+            // Bounded polling: completions arrive on the loops' threads.
             usleep(2_000)
         }
         core.stopHeartbeatTimer()
-        daemon.stop()
-        if listenSocket >= 0 { close(listenSocket) }
+        daemons.stop()
     }
 }
 
-/// The running daemon and the retained context its callbacks use.
+/// The running daemons, their loops, the listen socket they share and the retained contexts
+/// their callbacks use.
 ///
-/// `@unchecked Sendable` is safe: the pointer is only passed to libmicrohttpd functions that are
-/// thread-safe for a running daemon (`MHD_get_daemon_info`, `MHD_quiesce_daemon`), and `stop()` is
-/// reached once, from `HTTPServer.shutdown()`, after the handle left the server's lock-protected phase.
-private struct DaemonHandle: @unchecked Sendable {
-    let raw: OpaquePointer
-    let context: Unmanaged<ServerCore>
+/// `@unchecked Sendable` is safe: the daemon pointers are only passed to libmicrohttpd functions
+/// that are thread-safe for a running daemon (`MHD_get_daemon_info`) or reached by the loops'
+/// own threads, and `stop()` is reached once, from `HTTPServer.shutdown()`, after the value left
+/// the server's lock-protected phase.
+private struct Daemons: @unchecked Sendable {
+    let loops: [EventLoop]
+    let contexts: [Unmanaged<DaemonContext>]
+    let listenSocket: Int32
+    let port: UInt16
 
-    static func start(core: ServerCore) throws -> DaemonHandle {
+    static func start(core: ServerCore) throws -> Daemons {
         let configuration = core.configuration
         MHD_set_panic_func(MHDCallbacks.panic, nil)
         raiseOpenFileLimit(toFit: configuration.connectionLimit)
         var address = try SocketAddress(host: configuration.host, port: configuration.port)
-        let context = Unmanaged.passRetained(core)
+        let (listenSocket, port) = try listen(on: &address, configuration: configuration)
+        let count = max(1, configuration.threads)
         let timeout = configuration.connectionTimeout.map { duration -> UInt32 in
             let (seconds, attoseconds) = duration.components
             return UInt32(clamping: max(0, seconds) + (attoseconds > 0 ? 1 : 0))
         } ?? 0
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        let daemon = address.withSockaddr { sockaddr in
-            var options = cmhd_options(
-                thread_pool_size: UInt32(clamping: max(1, configuration.threads)),
-                connection_limit: UInt32(clamping: max(1, configuration.connectionLimit)),
-                connection_memory_limit: configuration.effectiveMemoryLimit,
-                connection_timeout_seconds: timeout,
-                notify_completed: MHDCallbacks.notifyCompleted,
-                notify_completed_cls: context.toOpaque(),
-                sock_addr: sockaddr)
-            return cmhd_start_daemon(UInt32(flags), configuration.port, MHDCallbacks.accessHandler, context.toOpaque(), &options)
+        // Each daemon holds its share of the connection limit, as libmicrohttpd's own thread pool does.
+        let limit = max(1, configuration.connectionLimit)
+        let perDaemon = UInt32(clamping: (limit + count - 1) / count)
+
+        var started: [(daemon: OpaquePointer, context: Unmanaged<DaemonContext>)] = []
+        var loops: [EventLoop] = []
+        func undo() {
+            for loop in loops { loop.stop() }
+            for (daemon, context) in started {
+                // Quiesced first, so that stopping it leaves the shared socket open.
+                _ = MHD_quiesce_daemon(daemon)
+                MHD_stop_daemon(daemon)
+                context.release()
+            }
+            close(listenSocket)
         }
-        guard let daemon else {
-            context.release()
-            throw HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
+        do {
+            for _ in 0..<count {
+                let context = Unmanaged.passRetained(DaemonContext(core: core, waker: try LoopWaker()))
+                var options = cmhd_options(
+                    connection_limit: perDaemon,
+                    connection_memory_limit: configuration.effectiveMemoryLimit,
+                    connection_timeout_seconds: timeout,
+                    notify_completed: MHDCallbacks.notifyCompleted,
+                    notify_completed_cls: context.toOpaque(),
+                    listen_fd: listenSocket)
+                guard let daemon = cmhd_start_daemon(UInt32(flags), port, MHDCallbacks.accessHandler, context.toOpaque(), &options) else {
+                    context.release()
+                    throw HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
+                }
+                started.append((daemon, context))
+                loops.append(try EventLoop(daemon: daemon, context: context.takeUnretainedValue()))
+            }
+        } catch {
+            undo()
+            throw error
         }
-        ErrorPages.register(port: cmhd_bind_port(daemon), core: context)
-        return DaemonHandle(raw: daemon, context: context)
+        ErrorPages.register(port: port, core: Unmanaged.passUnretained(core))
+        return Daemons(loops: loops, contexts: started.map(\.context), listenSocket: listenSocket, port: port)
     }
 
+    /// Asks every loop to stop accepting connections; the listen socket stays open until `stop()`.
+    func requestQuiesce() {
+        for loop in loops { loop.requestQuiesce() }
+    }
+
+    /// Whether every loop has stopped accepting connections.
+    var isQuiesced: Bool { loops.allSatisfy(\.isQuiesced) }
+
     func stop() {
-        let port = cmhd_bind_port(raw)
-        MHD_stop_daemon(raw)
+        for loop in loops {
+            loop.stop()
+            MHD_stop_daemon(loop.raw)
+        }
         ErrorPages.unregister(port: port)
-        context.release()
+        close(listenSocket)
+        for context in contexts { context.release() }
+    }
+
+    /// A bound, listening, non-blocking socket for `address`, and its port.
+    private static func listen(on address: inout SocketAddress, configuration: HTTPServerConfiguration) throws -> (Int32, UInt16) {
+        let failed = HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
+        let family = address.isIPv6 ? AF_INET6 : AF_INET
+        let socket = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socket >= 0 else { throw failed }
+        var on: Int32 = 1
+        // As libmicrohttpd does for the sockets it opens: a restarted server may bind again at
+        // once, and an IPv6 address does not also take the IPv4 one.
+        _ = setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        if address.isIPv6 {
+            _ = setsockopt(socket, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let length = address.length
+        let bound = address.withSockaddr { sockaddr in
+            bind(socket, sockaddr, length) == 0 && Glibc.listen(socket, SOMAXCONN) == 0
+        }
+        var local = sockaddr_storage()
+        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &local) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &localLength) == 0 }
+        }
+        guard bound, named else {
+            close(socket)
+            throw failed
+        }
+        let port = withUnsafeBytes(of: &local) { bytes in
+            address.isIPv6
+                ? UInt16(bigEndian: bytes.load(as: sockaddr_in6.self).sin6_port)
+                : UInt16(bigEndian: bytes.load(as: sockaddr_in.self).sin_port)
+        }
+        return (socket, port)
     }
 
     /// Raises the soft open-file limit so that `connections` (plus slack) fit, up to the hard limit.
@@ -170,6 +244,11 @@ private struct SocketAddress {
     private init<Address>(_ address: Address, isIPv6: Bool) {
         withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: address, as: Address.self) }
         self.isIPv6 = isIPv6
+    }
+
+    /// The size of the address `withSockaddr` passes.
+    var length: socklen_t {
+        socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
     }
 
     mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>) -> R) -> R {

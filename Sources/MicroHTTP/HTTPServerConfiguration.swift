@@ -14,7 +14,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// Port to listen on; 0 picks a free port (read ``HTTPServer/port`` after start).
     public var port: UInt16 = 0
-    /// Worker threads of the poll-based thread pool; defaults to the active processor count.
+    /// Event loops, each a thread running its own libmicrohttpd daemon; defaults to the active
+    /// processor count.
     public var threads = HTTPServerConfiguration.activeProcessorCount
     /// Maximum simultaneous connections; the open-file soft limit is raised to fit when possible.
     public var connectionLimit = 16_384
@@ -67,4 +68,6 @@ public enum HTTPServerError: Error, Sendable, Equatable {
     case startFailed(host: String, port: UInt16)
     /// `start()` was called twice, or after `shutdown()`.
     case alreadyStarted
+    /// An event loop's thread, `epoll` or `eventfd` could not be created (the `errno` value).
+    case eventLoopFailed(Int32)
 }

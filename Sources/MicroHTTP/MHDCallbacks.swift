@@ -2,7 +2,7 @@ import CMicroHTTPD
 import Glibc
 
 /// The C callbacks handed to libmicrohttpd. All are nonisolated static functions; their context
-/// arrives through `cls` as an unmanaged reference.
+/// arrives through `cls` as an unmanaged reference (the calling daemon's ``DaemonContext``).
 enum MHDCallbacks {
     static let yes = MHD_Result.YES
     static let no = MHD_Result.NO
@@ -11,13 +11,14 @@ enum MHDCallbacks {
 
     static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
         guard let cls, let connection, let conCls, let uploadSize else { return no }
-        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+        let core = daemon.core
 
         guard let existing = conCls.pointee else {
             // First call: headers only. Answering here would force `Connection: close`, so only
             // requests that are refused anyway are answered now.
             if let refusal = refusal(connection: connection, core: core) {
-                return queue(core.configuration.errorResponse(refusal.status, refusal.detail), on: connection, context: nil, core: core)
+                return queue(core.configuration.errorResponse(refusal.status, refusal.detail), on: connection, context: nil, daemon: daemon)
             }
             core.requestStarted()
             conCls.pointee = Unmanaged.passRetained(RequestContext()).toOpaque()
@@ -29,7 +30,7 @@ enum MHDCallbacks {
             // Resumed after a deferred reply.
             context.responder = nil
             let response = responder.takeResponse() ?? core.configuration.errorResponse(500, "No response")
-            return queue(response, on: connection, context: context, core: core)
+            return queue(response, on: connection, context: context, daemon: daemon)
         }
 
         if uploadSize.pointee > 0 {
@@ -47,12 +48,12 @@ enum MHDCallbacks {
         }
 
         if context.bodyTooLarge {
-            return queue(core.configuration.errorResponse(413, "Request body too large"), on: connection, context: context, core: core)
+            return queue(core.configuration.errorResponse(413, "Request body too large"), on: connection, context: context, daemon: daemon)
         }
 
         let request = makeRequest(connection: connection, url: url, method: method, body: context.body)
         context.body = []
-        return queue(core.handler(request), on: connection, context: context, core: core)
+        return queue(core.handler(request), on: connection, context: context, daemon: daemon)
     }
 
     /// Requests refused on sight: header section or declared body over the limits.
@@ -114,7 +115,8 @@ enum MHDCallbacks {
     // MARK: Queueing responses
 
     /// Queues `response` (or suspends for a deferred one). `context` is nil only for refusals on the first call.
-    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext?, core: ServerCore) -> MHD_Result {
+    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext?, daemon: DaemonContext) -> MHD_Result {
+        let core = daemon.core
         let status = (100...999).contains(response.status) ? UInt32(response.status) : 500
         let mhdResponse: OpaquePointer?
         switch response.kind {
@@ -128,13 +130,13 @@ enum MHDCallbacks {
             mhdResponse = makeResponse(body: prepared.body)
         case .stream(let source, let heartbeat):
             guard let context else { return no }
-            let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection))
+            let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection, waker: daemon.waker))
             context.stream = stream
             mhdResponse = MHD_create_response_from_callback(
                 cmhd_size_unknown(), Self.streamBlockSize, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
         case .deferred(let start):
             guard let context else { return no }
-            let responder = core.makeResponder(connection: ConnectionHandle(raw: connection))
+            let responder = core.makeResponder(connection: ConnectionHandle(raw: connection, waker: daemon.waker))
             context.responder = responder
             // Suspend before the responder escapes, so its resume always follows this suspend.
             MHD_suspend_connection(connection)
@@ -193,7 +195,7 @@ enum MHDCallbacks {
     static let notifyCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         guard let cls, let conCls, let pointer = conCls.pointee else { return }
         conCls.pointee = nil
-        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let core = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().core
         let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
         if let stream = context.stream {
             core.streamClosed(stream, reason: closeReason(termination, shuttingDown: core.isShuttingDown))

@@ -1,0 +1,173 @@
+import CMicroHTTPD
+import Glibc
+import Locking
+import Synchronization
+
+/// Wakes one ``EventLoop`` from any thread: an `eventfd` in the loop's epoll set.
+///
+/// libmicrohttpd drops its own wake-up channel when it runs without an internal thread, so a
+/// connection resumed from another thread is noticed only when the loop runs again; ``wake()``
+/// makes it run. Wake-ups that arrive while one is already pending are folded into it.
+final class LoopWaker: Sendable {
+    /// The `eventfd`; closed when the last holder lets go.
+    let descriptor: Int32
+    /// Whether a wake-up has been signalled that the loop has not yet taken.
+    private let pending = Atomic<Bool>(false)
+
+    init() throws(HTTPServerError) {
+        descriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard descriptor >= 0 else { throw .eventLoopFailed(errno) }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Makes the loop run soon; cheap when a wake-up is already pending.
+    func wake() {
+        // Sequentially consistent with `takePending`: a waker that finds a wake-up pending knows
+        // the loop has not yet taken it, so the loop's next run sees what this waker changed.
+        guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// Called by the loop before it runs the daemon: later wake-ups signal again.
+    func takePending() {
+        pending.store(false, ordering: .sequentiallyConsistent)
+    }
+
+    /// Empties the `eventfd` once epoll reported it readable.
+    func drain() {
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
+    }
+}
+
+/// What libmicrohttpd's callbacks get as their context: the server, and the waker of the loop
+/// running the daemon that called them (a connection resumed later must wake that loop).
+final class DaemonContext: Sendable {
+    let core: ServerCore
+    let waker: LoopWaker
+
+    init(core: ServerCore, waker: LoopWaker) {
+        self.core = core
+        self.waker = waker
+    }
+}
+
+/// One libmicrohttpd daemon in external epoll mode, run by a thread of its own:
+/// `epoll_wait` on the daemon's epoll descriptor and the waker, then `MHD_run`, until stopped.
+///
+/// Every daemon callback runs on that thread. Other threads reach the daemon only through
+/// ``requestQuiesce()``, which asks the loop thread to act, ``stop()``, which acts once the thread
+/// has ended, and through
+/// `MHD_resume_connection`, which libmicrohttpd allows from any thread (followed by a wake-up).
+final class EventLoop: Sendable {
+    /// Requests to the loop thread, as bits.
+    private enum Request {
+        static let quiesce: UInt8 = 1
+        static let stop: UInt8 = 2
+    }
+
+    let context: DaemonContext
+    private let daemon: DaemonPointer
+    private let epollDescriptor: Int32
+    private let requests = Atomic<UInt8>(0)
+    /// Set by the loop thread once it has quiesced the daemon.
+    private let quiesced = Atomic<Bool>(false)
+    private let thread = Locked<pthread_t?>(nil)
+
+    /// Starts `daemon` (already created, in external epoll mode) on a new thread.
+    init(daemon: OpaquePointer, context: DaemonContext) throws(HTTPServerError) {
+        self.daemon = DaemonPointer(raw: daemon)
+        self.context = context
+        let epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epollDescriptor >= 0 else { throw .eventLoopFailed(errno) }
+        self.epollDescriptor = epollDescriptor
+        for descriptor in [cmhd_epoll_fd(daemon), context.waker.descriptor] {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.fd = descriptor
+            guard epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
+                let error = errno
+                close(epollDescriptor)
+                throw .eventLoopFailed(error)
+            }
+        }
+        let started = try startJoinableThread { [self] in run() }
+        thread.withLock { $0 = started }
+    }
+
+    deinit { close(epollDescriptor) }
+
+    /// The daemon, for calls libmicrohttpd allows from any thread (its bound port).
+    var raw: OpaquePointer { daemon.raw }
+
+    private func run() {
+        let waker = context.waker
+        var events = (epoll_event(), epoll_event())
+        while true {
+            let requested = requests.load(ordering: .acquiring)
+            if requested & Request.stop != 0 { return }
+            if requested & Request.quiesce != 0, !quiesced.load(ordering: .relaxed) {
+                // The daemon stops accepting; the listen socket, shared by every loop, is closed
+                // by the server once all have let go of it.
+                _ = MHD_quiesce_daemon(daemon.raw)
+                quiesced.store(true, ordering: .releasing)
+            }
+            var wait: Int32 = -1
+            var timeout: CUnsignedLongLong = 0
+            if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
+                wait = Int32(clamping: timeout)
+            }
+            let ready = withUnsafeMutableBytes(of: &events) { buffer in
+                epoll_wait(epollDescriptor, buffer.baseAddress!.assumingMemoryBound(to: epoll_event.self), 2, wait)
+            }
+            waker.takePending()
+            if ready > 0, events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor) {
+                waker.drain()
+            }
+            _ = MHD_run(daemon.raw)
+        }
+    }
+
+    /// Asks the loop thread to stop the daemon accepting connections, at its next turn (which
+    /// this starts). Does not wait: the thread may be busy in a handler that waits for shutdown.
+    func requestQuiesce() {
+        requests.bitwiseOr(Request.quiesce, ordering: .releasing)
+        context.waker.wake()
+    }
+
+    /// Whether the daemon no longer accepts connections.
+    var isQuiesced: Bool { quiesced.load(ordering: .acquiring) }
+
+    /// Ends the loop thread and waits for it, and quiesces the daemon if the thread had not, so
+    /// that the caller's `MHD_stop_daemon` leaves the shared listen socket open.
+    func stop() {
+        requests.bitwiseOr(Request.stop, ordering: .releasing)
+        context.waker.wake()
+        if let running = thread.withLock({ thread in defer { thread = nil }; return thread }) {
+            pthread_join(running, nil)
+        }
+        if !quiesced.load(ordering: .acquiring) {
+            _ = MHD_quiesce_daemon(daemon.raw)
+            quiesced.store(true, ordering: .releasing)
+        }
+    }
+}
+
+/// A daemon pointer that may cross threads.
+///
+/// `@unchecked Sendable` is safe: the pointer is dereferenced only by libmicrohttpd, on the loop
+/// thread (`MHD_run`, `MHD_get_timeout`, `MHD_quiesce_daemon`), or by functions it documents as
+/// callable from any thread (`MHD_get_daemon_info`), or by `MHD_stop_daemon` after the loop
+/// thread has been joined.
+struct DaemonPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+/// Starts a joinable thread running `body`.
+private func startJoinableThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError) -> pthread_t {
+    var error: Int32 = 0
+    guard let thread = startThread(body, error: &error) else { throw .eventLoopFailed(error) }
+    return thread
+}
