@@ -140,6 +140,35 @@ import Testing
         #expect(result.json["ok"] as? Int == 4000)
     }
 
+    @Test func idleKeepAliveConnectionsAreAnsweredWhenTheySpeakAgain() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.python("idle-then-speak", port: server.port, ["300"], timeout: .seconds(40))
+        #expect(result.termination == .exited(0))
+        #expect(result.json["first"] as? Int == 300)
+        #expect(result.json["second"] as? Int == 300)
+    }
+
+    @Test func aPortInUseFailsToStartAndTheServerHoldingItKeepsServing() async throws {
+        let first = try startServer(router: Self.router())
+        defer { first.shutdown() }
+        var configuration = HTTPServerConfiguration()
+        configuration.port = first.port
+        configuration.threads = 2
+        let second = HTTPServer(configuration: configuration, router: Self.router())
+        #expect(throws: HTTPServerError.startFailed(host: "127.0.0.1", port: first.port)) { try second.start() }
+        #expect(second.port == 0)
+        let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(first.port)/hello"])
+        #expect(result.output == "hello")
+    }
+
+    @Test func servesIPv6Loopback() async throws {
+        let server = try startServer({ $0.host = "::1" }, router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["-sS", "-g", "http://[::1]:\(server.port)/hello"])
+        #expect(result.output == "hello")
+    }
+
     @Test func deferredResponseFromAnotherThread() async throws {
         let server = try startServer { request in
             .deferred { responder in

@@ -118,6 +118,19 @@ async def many_streams(port, path, n, marker):
     print(json.dumps({"opened": ok, "received": sum(results)}))
 
 
+async def get_hello(reader, writer):
+    """One keep-alive GET /hello; whether it was answered 200 (its body read and dropped)."""
+    writer.write(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    await reader.readexactly(length)
+    return head.startswith(b"HTTP/1.1 200")
+
+
 async def burst(port, n, rounds):
     """Opens n connections at once; each sends `rounds` keep-alive GETs."""
     raise_nofile(n)
@@ -126,21 +139,26 @@ async def burst(port, n, rounds):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         done = 0
         for _ in range(rounds):
-            writer.write(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            await writer.drain()
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n"):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
-            if head.startswith(b"HTTP/1.1 200"):
+            if await get_hello(reader, writer):
                 done += 1
         writer.close()
         return done
 
     results = await asyncio.wait_for(asyncio.gather(*(client() for _ in range(n))), 30)
     print(json.dumps({"ok": sum(results)}))
+
+
+async def idle_then_speak(port, n):
+    """Opens n keep-alive connections with one GET each, waits until every one has its answer
+    and sits idle, then sends a second GET on every one; counts the 200s of that second round."""
+    raise_nofile(n)
+
+    connections = [await asyncio.open_connection("127.0.0.1", port) for _ in range(n)]
+    first = await asyncio.wait_for(asyncio.gather(*(get_hello(r, w) for r, w in connections)), 30)
+    second = await asyncio.wait_for(asyncio.gather(*(get_hello(r, w) for r, w in connections)), 30)
+    for _, writer in connections:
+        writer.close()
+    print(json.dumps({"first": sum(first), "second": sum(second)}))
 
 
 def concurrent(port, threads, per_thread):
@@ -186,6 +204,8 @@ def main():
         asyncio.run(many_streams(port, args[0], int(args[1]), args[2]))
     elif mode == "burst":
         asyncio.run(burst(port, int(args[0]), int(args[1])))
+    elif mode == "idle-then-speak":
+        asyncio.run(idle_then_speak(port, int(args[0])))
     elif mode == "concurrent":
         concurrent(port, int(args[0]), int(args[1]))
     else:
