@@ -1,13 +1,20 @@
 /* Raw libmicrohttpd server: the ceiling MicroHTTP is measured against.
- * Same mode as MicroHTTP: internal polling thread + poll + thread pool + suspend/resume,
- * replying on the second handler call (keeps keep-alive), fixed body for GET and POST.
+ * Same mode as MicroHTTP: one daemon per thread in external epoll mode with suspend/resume
+ * (MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME), each run by its own thread over epoll_wait and
+ * MHD_run, all accepting from one listen socket; replying on the second handler call (keeps
+ * keep-alive), fixed body for GET and POST.
  * Usage: c-server PORT [THREADS] */
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static const char BODY[] = "{\"value\":1}";
@@ -25,18 +32,61 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   return ret;
 }
 
+struct loop { struct MHD_Daemon *daemon; int epoll_fd; int wake_fd; pthread_t thread; };
+static volatile sig_atomic_t stopping;
+
+static void *run(void *arg) {
+  struct loop *loop = arg;
+  struct epoll_event event;
+  while (!stopping) {
+    MHD_UNSIGNED_LONG_LONG timeout;
+    int wait = MHD_get_timeout(loop->daemon, &timeout) == MHD_YES ? (int)(timeout > 1000 ? 1000 : timeout) : -1;
+    epoll_wait(loop->epoll_fd, &event, 1, wait);
+    MHD_run(loop->daemon);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   unsigned port = argc > 1 ? (unsigned)atoi(argv[1]) : 8081;
   unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64;
   struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, handler, NULL,
-      MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, 16384u,
-      MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
-  if (d == NULL) { fprintf(stderr, "cannot start\n"); return 1; }
+  int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int on = 1;
+  setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(listen_fd, SOMAXCONN) != 0) {
+    fprintf(stderr, "cannot listen\n");
+    return 1;
+  }
+  struct loop loops[64];
+  for (unsigned i = 0; i < threads; i++) {
+    loops[i].daemon = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, handler, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, (16384u + threads - 1) / threads, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_END);
+    if (loops[i].daemon == NULL) { fprintf(stderr, "cannot start\n"); return 1; }
+    /* The loop waits on the daemon's epoll descriptor and on an eventfd that ends it. */
+    loops[i].epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    loops[i].wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int fds[2] = { MHD_get_daemon_info(loops[i].daemon, MHD_DAEMON_INFO_EPOLL_FD)->epoll_fd, loops[i].wake_fd };
+    for (int k = 0; k < 2; k++) {
+      struct epoll_event event = { .events = EPOLLIN, .data.fd = fds[k] };
+      epoll_ctl(loops[i].epoll_fd, EPOLL_CTL_ADD, fds[k], &event);
+    }
+  }
   sigset_t set; sigemptyset(&set); sigaddset(&set, SIGTERM); sigaddset(&set, SIGINT);
   sigprocmask(SIG_BLOCK, &set, NULL);
+  for (unsigned i = 0; i < threads; i++) pthread_create(&loops[i].thread, NULL, run, &loops[i]);
   int sig; sigwait(&set, &sig);
-  MHD_stop_daemon(d);
+  stopping = 1;
+  for (unsigned i = 0; i < threads; i++) {
+    uint64_t one = 1;
+    if (write(loops[i].wake_fd, &one, sizeof one) != sizeof one) return 1;
+    pthread_join(loops[i].thread, NULL);
+    MHD_quiesce_daemon(loops[i].daemon); /* leaves the shared listen socket open */
+    MHD_stop_daemon(loops[i].daemon);
+  }
+  close(listen_fd);
   return 0;
 }
