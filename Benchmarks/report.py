@@ -93,6 +93,8 @@ ROWS = [
     ("1", "  p50 latency", "post_p50_us_c256", "ms", 1e-3, "", None),
     ("1", "  p99 latency", "post_p99_us_c256", "ms", 1e-3, "", None),
     ("1", "  server CPU per request", "post_cpu_us_c256", "µs", 1, "", None),
+    ("1", "POST action, 64 conns, 2,000 idle keep-alive connections open", "post_rps_idle", "req/s", 1, "", None),
+    ("1", "  server CPU per request", "post_cpu_us_idle", "µs", 1, "", None),
     ("1", "RSS after scenarios 1–2", "rss_after_mib", "MiB", 1, "", None),
     ("2", "GET state, 64 conns", "get_rps_c64", "req/s", 1, "≥ 0.85× C",
      lambda rs, c, hb: ge(ratio(rs, c), 0.85)),

@@ -14,6 +14,9 @@
  *       one request in flight on each, for SECONDS; prints the requests answered and their rate.
  *       Each request is formatted into one small buffer from the id, so drawing from 100,000
  *       ids costs the generator two more cache lines (the id's pointer and bytes) than one id
+ *   rsload idle PORT PATH COUNT SECONDS
+ *       opens COUNT keep-alive connections, sends one GET PATH on each and reads its answer, prints
+ *       how many were answered 200, then holds them open and silent until SECONDS have passed
  *   rsload coldstart PORT RUNS -- COMMAND ARGS...
  *       starts COMMAND RUNS times; time from fork to the first 200 on GET /healthz; min/median
  *
@@ -599,6 +602,24 @@ static int cmd_coldstart(int port, int runs, char **argv) {
   return 0;
 }
 
+static int cmd_idle(int port, const char *path, long count, int seconds) {
+  int64_t deadline = now_ns() + (int64_t)seconds * 1000000000LL;
+  int *fds = calloc((size_t)count, sizeof *fds);
+  char request[512], buf[4096], *body;
+  size_t bodylen;
+  int reqlen = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+  long answered = 0;
+  for (long i = 0; i < count; i++) {
+    fds[i] = connect_to(port, 0);
+    if (fds[i] >= 0 && http_roundtrip(fds[i], request, (size_t)reqlen, buf, sizeof buf, &body, &bodylen) == 200) answered++;
+  }
+  printf("result idle opened=%ld answered=%ld\n", count, answered);
+  for (int64_t left; (left = deadline - now_ns()) > 0;) usleep(left > 100000000 ? 100000 : (useconds_t)(left / 1000));
+  for (long i = 0; i < count; i++) if (fds[i] >= 0) close(fds[i]);
+  free(fds);
+  return answered == count ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -608,6 +629,7 @@ int main(int argc, char **argv) {
     return cmd_latency(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]));
   if (argc >= 7 && !strcmp(argv[1], "fanout"))
     return cmd_fanout(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]), argc > 7 ? atoi(argv[7]) : 0);
+  if (argc >= 6 && !strcmp(argv[1], "idle")) return cmd_idle(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]));
   if (argc >= 6 && !strcmp(argv[1], "coldstart") && !strcmp(argv[4], "--"))
     return cmd_coldstart(atoi(argv[2]), atoi(argv[3]), argv + 5);
   fprintf(stderr, "usage: see the comment at the top of rsload.c\n");
