@@ -27,7 +27,7 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "Latency of the search example's look-ups, in milliseconds (SEARCH_LATENCY_MS).")
     var searchLatencyMs: Int = Environment.value("SEARCH_LATENCY_MS", default: 300)
 
-    @Option(help: "HTTP worker threads; 0 uses one per core (THREADS).")
+    @Option(help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
     var threads: Int = Environment.value("THREADS", default: 0)
 
     @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, faster but unprotected from a mutate that never returns (REACTOR_THREADS).")
