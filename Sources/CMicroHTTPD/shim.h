@@ -72,6 +72,12 @@ static inline int cmhd_epoll_fd(struct MHD_Daemon *d) {
   return info == NULL ? -1 : info->epoll_fd;
 }
 
+/** The daemon's open connections (tidying up closed ones first); only from the thread running it. */
+static inline unsigned int cmhd_current_connections(struct MHD_Daemon *d) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+  return info == NULL ? 0 : info->num_connections;
+}
+
 /** Length of the request's header section, or 0 when unknown. */
 static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);

@@ -105,6 +105,8 @@ final class EventLoop: Sendable {
     private func run() {
         let waker = context.waker
         var events = (epoll_event(), epoll_event())
+        var connections = cmhd_current_connections(daemon.raw)
+        var runAgain = false
         while true {
             let requested = requests.load(ordering: .acquiring)
             if requested & Request.stop != 0 { return }
@@ -116,7 +118,9 @@ final class EventLoop: Sendable {
             }
             var wait: Int32 = -1
             var timeout: CUnsignedLongLong = 0
-            if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
+            if runAgain {
+                wait = 0
+            } else if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
                 wait = Int32(clamping: timeout)
             }
             let ready = withUnsafeMutableBytes(of: &events) { buffer in
@@ -127,6 +131,12 @@ final class EventLoop: Sendable {
                 waker.drain()
             }
             _ = MHD_run(daemon.raw)
+            // At its connection limit (or out of descriptors) the daemon takes the listen socket
+            // out of its epoll set, and puts it back only at the start of a run after a connection
+            // has closed: so after a run that closed any, run once more without waiting.
+            let open = cmhd_current_connections(daemon.raw)
+            runAgain = open < connections
+            connections = open
         }
     }
 

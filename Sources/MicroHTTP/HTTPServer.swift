@@ -109,16 +109,16 @@ private struct Daemons: @unchecked Sendable {
         raiseOpenFileLimit(toFit: configuration.connectionLimit)
         var address = try SocketAddress(host: configuration.host, port: configuration.port)
         let (listenSocket, port) = try listen(on: &address, configuration: configuration)
-        let count = max(1, configuration.threads)
+        // Each daemon holds its share of the connection limit, as libmicrohttpd's own thread pool
+        // did: the shares add up to the limit, and no daemon has less than one connection.
+        let limit = max(1, configuration.connectionLimit)
+        let count = min(max(1, configuration.threads), limit)
         let timeout = configuration.connectionTimeout.map { duration -> UInt32 in
             let (seconds, attoseconds) = duration.components
             return UInt32(clamping: max(0, seconds) + (attoseconds > 0 ? 1 : 0))
         } ?? 0
         var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        // Each daemon holds its share of the connection limit, as libmicrohttpd's own thread pool does.
-        let limit = max(1, configuration.connectionLimit)
-        let perDaemon = UInt32(clamping: (limit + count - 1) / count)
 
         var started: [(daemon: OpaquePointer, context: Unmanaged<DaemonContext>)] = []
         var loops: [EventLoop] = []
@@ -133,10 +133,10 @@ private struct Daemons: @unchecked Sendable {
             close(listenSocket)
         }
         do {
-            for _ in 0..<count {
+            for index in 0..<count {
                 let context = Unmanaged.passRetained(DaemonContext(core: core, waker: try LoopWaker()))
                 var options = cmhd_options(
-                    connection_limit: perDaemon,
+                    connection_limit: UInt32(clamping: limit / count + (index < limit % count ? 1 : 0)),
                     connection_memory_limit: configuration.effectiveMemoryLimit,
                     connection_timeout_seconds: timeout,
                     notify_completed: MHDCallbacks.notifyCompleted,

@@ -162,6 +162,15 @@ import Testing
         #expect(result.output == "hello")
     }
 
+    @Test func aServerAtItsConnectionLimitAcceptsAgainOnceAConnectionCloses() async throws {
+        let server = try startServer({ $0.connectionLimit = 1; $0.threads = 4 }, router: Self.router())
+        defer { server.shutdown() }
+        for _ in 0..<3 {
+            let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/hello"])
+            #expect(result.output == "hello")
+        }
+    }
+
     @Test func servesIPv6Loopback() async throws {
         let server = try startServer({ $0.host = "::1" }, router: Self.router())
         defer { server.shutdown() }
