@@ -58,9 +58,9 @@ final class DaemonContext: Sendable {
 /// `epoll_wait` on the daemon's epoll descriptor and the waker, then `MHD_run`, until stopped.
 ///
 /// Every daemon callback runs on that thread. Other threads reach the daemon only through
-/// ``requestQuiesce()``, which asks the loop thread to act, ``stop()``, which acts once the thread
-/// has ended, and through
-/// `MHD_resume_connection`, which libmicrohttpd allows from any thread (followed by a wake-up).
+/// ``requestQuiesce()``, which asks the loop thread to act, through ``stop()``, which acts once
+/// the thread has ended, and through `MHD_resume_connection`, which libmicrohttpd allows from any
+/// thread (followed by a wake-up).
 final class EventLoop: Sendable {
     /// Requests to the loop thread, as bits.
     private enum Request {
