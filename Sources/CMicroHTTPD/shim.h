@@ -60,12 +60,6 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
                           MHD_OPTION_END);
 }
 
-/** The port the daemon is bound to, or 0 when unknown. */
-static inline uint16_t cmhd_bind_port(struct MHD_Daemon *d) {
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  return info == NULL ? 0 : info->port;
-}
-
 /** The epoll descriptor of a daemon started with MHD_USE_EPOLL and no internal thread, or -1. */
 static inline int cmhd_epoll_fd(struct MHD_Daemon *d) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);

@@ -6,8 +6,8 @@ import Locking
 /// (a header section too large for the connection's memory, a malformed request line, an
 /// unsupported HTTP version …), through the `CMicroHTTPDErrorPages` shim.
 enum ErrorPages {
-    /// The running servers, by bound port. Unretained: the daemons' contexts keep their server
-    /// retained until after the daemons stopped and the server left this table.
+    /// The running servers, by bound port. Unretained: the daemons' contexts, held by their
+    /// loops, keep their server alive until after the daemons stopped and it left this table.
     private static let servers = Locked<[UInt16: Unmanaged<ServerCore>]>([:])
 
     /// Installs the builder once per process.

@@ -99,7 +99,7 @@ final class EventLoop: Sendable {
 
     deinit { close(epollDescriptor) }
 
-    /// The daemon, for calls libmicrohttpd allows from any thread (its bound port).
+    /// The daemon, for `MHD_stop_daemon` once ``stop()`` has returned.
     var raw: OpaquePointer { daemon.raw }
 
     private func run() {
@@ -110,12 +110,7 @@ final class EventLoop: Sendable {
         while true {
             let requested = requests.load(ordering: .acquiring)
             if requested & Request.stop != 0 { return }
-            if requested & Request.quiesce != 0, !quiesced.load(ordering: .relaxed) {
-                // The daemon stops accepting; the listen socket, shared by every loop, is closed
-                // by the server once all have let go of it.
-                _ = MHD_quiesce_daemon(daemon.raw)
-                quiesced.store(true, ordering: .releasing)
-            }
+            if requested & Request.quiesce != 0 { quiesceDaemon() }
             var wait: Int32 = -1
             var timeout: CUnsignedLongLong = 0
             if runAgain {
@@ -158,10 +153,15 @@ final class EventLoop: Sendable {
         if let running = thread.withLock({ thread in defer { thread = nil }; return thread }) {
             pthread_join(running, nil)
         }
-        if !quiesced.load(ordering: .acquiring) {
-            _ = MHD_quiesce_daemon(daemon.raw)
-            quiesced.store(true, ordering: .releasing)
-        }
+        quiesceDaemon()
+    }
+
+    /// Stops the daemon accepting, once; only from the loop thread, or after it has ended. The
+    /// listen socket, shared by every loop, stays open: the server closes it once all let go.
+    private func quiesceDaemon() {
+        guard !quiesced.load(ordering: .acquiring) else { return }
+        _ = MHD_quiesce_daemon(daemon.raw)
+        quiesced.store(true, ordering: .releasing)
     }
 }
 

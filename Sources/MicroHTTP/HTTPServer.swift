@@ -56,10 +56,10 @@ public final class HTTPServer: Sendable {
     /// Graceful: stop accepting, finish in-flight requests, end streams (sources see isShuttingDown), stop daemon.
     ///
     /// Order: ask every loop to stop accepting → mark shutting down and resume every stream →
-    /// wait until every loop has stopped accepting and for in-flight requests and streams (at half of `shutdownTimeout`, pending deferred
-    /// replies are answered 503 and remaining streams ended) → stop the loops and their daemons →
-    /// close the listen socket. A daemon is never stopped while a connection is suspended. Safe to
-    /// call more than once.
+    /// wait until every loop has stopped accepting and for in-flight requests and streams (at
+    /// half of `shutdownTimeout`, pending deferred replies are answered 503 and remaining streams
+    /// ended) → stop the loops and their daemons → close the listen socket. A daemon is never
+    /// stopped while a connection is suspended. Safe to call more than once.
     public func shutdown() {
         let daemons = phase.withLock { phase -> Daemons? in
             defer { phase = .stopped }
@@ -90,8 +90,8 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// The running daemons, their loops, the listen socket they share and the retained contexts
-/// their callbacks use.
+/// The running daemons' loops and the listen socket they share. Each loop holds its daemon's
+/// callback context, which libmicrohttpd gets unretained: the loops outlive their daemons.
 ///
 /// `@unchecked Sendable` is safe: the daemon pointers are only passed to libmicrohttpd functions
 /// that are thread-safe for a running daemon (`MHD_get_daemon_info`) or reached by the loops'
@@ -99,7 +99,6 @@ public final class HTTPServer: Sendable {
 /// the server's lock-protected phase.
 private struct Daemons: @unchecked Sendable {
     let loops: [EventLoop]
-    let contexts: [Unmanaged<DaemonContext>]
     let listenSocket: Int32
     let port: UInt16
 
@@ -120,41 +119,41 @@ private struct Daemons: @unchecked Sendable {
         var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
 
-        var started: [(daemon: OpaquePointer, context: Unmanaged<DaemonContext>)] = []
+        // Each started daemon with its context, which stays alive here until the daemon stopped.
+        var started: [(daemon: OpaquePointer, context: DaemonContext)] = []
         var loops: [EventLoop] = []
         func undo() {
             for loop in loops { loop.stop() }
-            for (daemon, context) in started {
+            for (daemon, _) in started {
                 // Quiesced first, so that stopping it leaves the shared socket open.
                 _ = MHD_quiesce_daemon(daemon)
                 MHD_stop_daemon(daemon)
-                context.release()
             }
             close(listenSocket)
         }
         do {
             for index in 0..<count {
-                let context = Unmanaged.passRetained(DaemonContext(core: core, waker: try LoopWaker()))
+                let context = DaemonContext(core: core, waker: try LoopWaker())
+                let pointer = Unmanaged.passUnretained(context).toOpaque()
                 var options = cmhd_options(
                     connection_limit: UInt32(clamping: limit / count + (index < limit % count ? 1 : 0)),
                     connection_memory_limit: configuration.effectiveMemoryLimit,
                     connection_timeout_seconds: timeout,
                     notify_completed: MHDCallbacks.notifyCompleted,
-                    notify_completed_cls: context.toOpaque(),
+                    notify_completed_cls: pointer,
                     listen_fd: listenSocket)
-                guard let daemon = cmhd_start_daemon(UInt32(flags), port, MHDCallbacks.accessHandler, context.toOpaque(), &options) else {
-                    context.release()
+                guard let daemon = cmhd_start_daemon(UInt32(flags), port, MHDCallbacks.accessHandler, pointer, &options) else {
                     throw HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
                 }
                 started.append((daemon, context))
-                loops.append(try EventLoop(daemon: daemon, context: context.takeUnretainedValue()))
+                loops.append(try EventLoop(daemon: daemon, context: context))
             }
         } catch {
             undo()
             throw error
         }
         ErrorPages.register(port: port, core: Unmanaged.passUnretained(core))
-        return Daemons(loops: loops, contexts: started.map(\.context), listenSocket: listenSocket, port: port)
+        return Daemons(loops: loops, listenSocket: listenSocket, port: port)
     }
 
     /// Asks every loop to stop accepting connections; the listen socket stays open until `stop()`.
@@ -172,7 +171,6 @@ private struct Daemons: @unchecked Sendable {
         }
         ErrorPages.unregister(port: port)
         close(listenSocket)
-        for context in contexts { context.release() }
     }
 
     /// A bound, listening, non-blocking socket for `address`, and its port.
