@@ -23,22 +23,26 @@ final class LoopWaker: Sendable {
 
     /// Makes the loop run soon; cheap when a wake-up is already pending.
     func wake() {
-        // Sequentially consistent with `takePending`: a waker that finds a wake-up pending knows
-        // the loop has not yet taken it, so the loop's next run sees what this waker changed.
+        // Sequentially consistent with `beginTurn`: a waker that finds a wake-up pending knows
+        // the loop has not yet begun its next turn, so that turn's run sees what this waker changed.
         guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt64 = 1
         _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
     }
 
-    /// Called by the loop before it runs the daemon: later wake-ups signal again.
-    func takePending() {
+    /// Called by the loop after `epoll_wait` and before it runs the daemon: empties the `eventfd`
+    /// when epoll reported it readable, then lets later wake-ups signal again.
+    ///
+    /// In this order because the read takes every write made so far, and each of those wakers
+    /// had set the flag before writing: clearing the flag after the read leaves no flag set
+    /// without a signal. Cleared first, a waker could set it again and write, the read would take
+    /// that write too, and every later wake-up would be folded into one that never comes.
+    func beginTurn(signalled: Bool) {
+        if signalled {
+            var count: UInt64 = 0
+            _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
+        }
         pending.store(false, ordering: .sequentiallyConsistent)
-    }
-
-    /// Empties the `eventfd` once epoll reported it readable.
-    func drain() {
-        var count: UInt64 = 0
-        _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
     }
 }
 
@@ -121,10 +125,8 @@ final class EventLoop: Sendable {
             let ready = withUnsafeMutableBytes(of: &events) { buffer in
                 epoll_wait(epollDescriptor, buffer.baseAddress!.assumingMemoryBound(to: epoll_event.self), 2, wait)
             }
-            waker.takePending()
-            if ready > 0, events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor) {
-                waker.drain()
-            }
+            waker.beginTurn(signalled: ready > 0
+                && (events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor)))
             _ = MHD_run(daemon.raw)
             // At its connection limit (or out of descriptors) the daemon takes the listen socket
             // out of its epoll set, and puts it back only at the start of a run after a connection

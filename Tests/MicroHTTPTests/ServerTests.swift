@@ -193,6 +193,20 @@ import Testing
         #expect(lines.compactMap { Int($0.split(separator: " ").last!) }.reduce(0, +) == 1)
     }
 
+    @Test func deferredResponsesFromOtherThreadsUnderConcurrentLoadAreAllDelivered() async throws {
+        // Every answer resumes its connection from another thread and must wake that connection's
+        // loop; one wake-up lost leaves a client waiting until its 20 s timeout.
+        let server = try startServer { request in
+            .deferred { responder in
+                Thread.detachNewThread { responder.respond(HTTPResponse(status: 200, body: request.body)) }
+            }
+        }
+        defer { server.shutdown() }
+        let result = try await Clients.python("concurrent", port: server.port, ["16", "300"], timeout: .seconds(60))
+        #expect(result.termination == .exited(0))
+        #expect(result.json["ok"] as? Int == 4800)
+    }
+
     @Test func deferredResponseAnsweredInsideStart() async throws {
         let server = try startServer { _ in .deferred { $0.respond(.text("now")) } }
         defer { server.shutdown() }
