@@ -30,7 +30,7 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
     var threads: Int = Environment.value("THREADS", default: 0)
 
-    @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, with a little less CPU per action and no more throughput, but unprotected from a mutate that never returns (REACTOR_THREADS).")
+    @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, no faster and unprotected from a mutate that never returns (REACTOR_THREADS).")
     var reactorThreads: Int = Environment.value("REACTOR_THREADS", default: HTTPServerConfiguration.activeProcessorCount)
 
     @Option(help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
