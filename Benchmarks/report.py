@@ -124,6 +124,8 @@ ROWS = [
     ("5", "  server CPU per request", "one_cpu_us", "µs", 1, "", None),
     ("5", "POST action spread over 100 of them", "few_rps", "req/s", 1, "", None),
     ("5", "  server CPU per request", "few_cpu_us", "µs", 1, "", None),
+    ("5", "POST action spread over 10,000 of them", "mid_rps", "req/s", 1, "", None),
+    ("5", "  server CPU per request", "mid_cpu_us", "µs", 1, "", None),
     ("5", "POST action spread over all instances", "spread_rps", "req/s", 1, "flat: spread ≥ 0.9× one and 100 of them",
      None),
     ("5", "  server CPU per request", "spread_cpu_us", "µs", 1, "", None),
@@ -176,6 +178,12 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
             f"; against 100 of them: RS {few:.2f}×, CPU per request {few_cost:.2f}×"
         # Both runs carry the same traffic; a slow "one" round alone must not pass the target.
         flat = None if r is None else (r >= 0.9 and (few is None or few >= 0.9))
+        # Ten times the instances of a working set already past the caches: whether the cost
+        # still grows with their number, apart from leaving the caches.
+        mid = ratio(rs, mean("mid_rps", "RS"))
+        mid_cost = ratio(mean("spread_cpu_us", "RS"), mean("mid_cpu_us", "RS"))
+        mid_text = "" if mid is None or mid_cost is None else \
+            f"; against 10,000 of them: RS {mid:.2f}×, CPU per request {mid_cost:.2f}×"
         rounds = span(round_ratios("spread_rps", "RS", "RS", "few_rps"))
         rounds_text = f"; rounds against 100 of them {rounds}×" if rounds else ""
         # C answers the same requests with a fixed body: what is left of its change is the load
@@ -185,7 +193,7 @@ for scenario, label, metric, unit, scale, target, check in ROWS:
             (f"; C, same requests, against 100 of them: {c_few:.2f}× (rounds "
              f"{span(round_ratios('spread_rps', 'C', 'C', 'few_rps')) or '—'}), RS's ratio ÷ C's {few / c_few:.2f}×")
         met = "" if r is None else (f"{'yes' if flat else '**no**'} (RS {r:.2f}×; HB "
-                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text}{c_text})")
+                                    f"{fmt(ratio(hb, mean('one_rps', 'HB')))}×{cost_text}{few_text}{rounds_text}{mid_text}{c_text})")
     elif check is not None:
         ok = check(rs, c, hb)
         met = "" if ok is None else ("yes" if ok else "**no**")
