@@ -1,12 +1,19 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
+// The layers, each depending only on those below it:
+//   reactor-server → ReactorHTTP → ReactorHosting → ReactorCore
+// with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them.
 let package = Package(
     name: "ReactorServer",
-    platforms: [.macOS(.v15)],
+    // ReactorCore and ReactorTesting also build for apps, so that an app shares its reactors'
+    // Action and State types with the server.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ReactorCore", targets: ["ReactorCore"]),
         .library(name: "ReactorTesting", targets: ["ReactorTesting"]),
+        .library(name: "SortedJSON", targets: ["SortedJSON"]),
+        .library(name: "ReactorHosting", targets: ["ReactorHosting"]),
         .library(name: "MicroHTTP", targets: ["MicroHTTP"]),
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
@@ -19,14 +26,34 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
-        // A value behind a pthread mutex, shared by the runtime and the HTTP layers.
+        // The package's synchronisation primitives over pthreads (which ThreadSanitizer
+        // understands): a locked value, a set-once reference, a start gate, thread start.
         .target(name: "Locking"),
-        // The reactor runtime: pure Swift concurrency, no HTTP, no C.
+
+        // The reactor: protocol, Mutations, Flow, Pulse and the per-instance runtime. Swift
+        // concurrency and locks only: no threads of its own, no HTTP, no storage, no C.
         .target(name: "ReactorCore", dependencies: ["Locking"]),
         // Helpers for testing reactors: a manual clock and a state recorder.
         .target(name: "ReactorTesting", dependencies: ["ReactorCore", "Locking"]),
-        // Counter, Todo, Search and Room example reactors.
-        .target(name: "ReactorExamples", dependencies: ["ReactorCore", "Locking"]),
+        // Counter, Todo, Search and Room example reactors, written as a user would.
+        .target(name: "ReactorExamples", dependencies: ["ReactorCore"]),
+
+        // The sorted-key JSON encoder: equal states give equal bytes, at a fraction of
+        // Foundation's cost.
+        .target(name: "SortedJSON"),
+
+        // Many instances: registry, instance table and lifecycle, the threads applying actions
+        // and their stall watchdog, versioned timelines with history and fan-out, and the
+        // session store protocol with its in-memory store. Knows nothing of HTTP.
+        .target(
+            name: "ReactorHosting",
+            dependencies: [
+                "ReactorCore",
+                "SortedJSON",
+                "Locking",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // libmicrohttpd, from Debian's libmicrohttpd-dev.
         .systemLibrary(
@@ -39,11 +66,14 @@ let package = Package(
         // A small general HTTP/1.1 server over libmicrohttpd. Knows nothing of reactors.
         .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrorPages", "Locking"]),
 
-        // Reactors per session over HTTP/JSON and server-sent events.
+        // The HTTP face of ReactorHosting: routes, action bodies, server-sent events,
+        // problem+json, metrics and CORS. Knows nothing of databases.
         .target(
             name: "ReactorHTTP",
             dependencies: [
+                "ReactorHosting",
                 "ReactorCore",
+                "SortedJSON",
                 "MicroHTTP",
                 "Locking",
                 .product(name: "Logging", package: "swift-log"),
@@ -51,10 +81,12 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // The executable: configuration, logging, signals, and the examples it serves.
         .executableTarget(
             name: "reactor-server",
             dependencies: [
                 "ReactorHTTP",
+                "ReactorHosting",
                 "ReactorExamples",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -65,15 +97,23 @@ let package = Package(
         // with posix_spawn and ends them by PID.
         .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
         .target(name: "ProcessSpawning", dependencies: ["CProcessSpawning", "Locking"], path: "Tests/ProcessSpawning"),
+        // Test support: a seeded random generator, so a failing random sequence can be replayed.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "Locking"]),
         .testTarget(
             name: "ReactorCoreTests",
-            dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples", "Locking"]
+            dependencies: ["ReactorCore", "ReactorTesting", "ReactorExamples", "Locking", "TestSupport"]
+        ),
+        .testTarget(name: "SortedJSONTests", dependencies: ["SortedJSON", "ReactorCore", "ReactorExamples", "TestSupport"]),
+        .testTarget(
+            name: "ReactorHostingTests",
+            dependencies: ["ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport"]
         ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
-            dependencies: ["ReactorHTTP", "ReactorCore", "ReactorExamples", "MicroHTTP", "Locking", "ProcessSpawning"]
+            dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON", "MicroHTTP",
+                           "Locking", "ProcessSpawning", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

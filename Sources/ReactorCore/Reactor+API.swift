@@ -16,22 +16,23 @@ extension Reactor {
 
     /// Sends an action unless the reactor is stalled (see ``isStalled``); then returns `nil`
     /// and queues nothing, since an action queued behind a stalled turn may never be applied.
+    /// For hosts; authors use ``send(_:)``.
     @inlinable
-    public func sendUnlessStalled(_ action: Action) -> ActionReceipt? {
+    package func sendUnlessStalled(_ action: Action) -> ActionReceipt? {
         runtime.send(action, reactor: self, refuseWhenStalled: true)
     }
 
-    /// Has a ``DrainPool``'s threads apply this reactor's actions and mutations from now on,
+    /// Has `executor`'s threads apply this reactor's actions and mutations from now on,
     /// instead of the thread that finds the reactor idle; `send` then returns at once.
-    /// `onStall` hears `true` when a turn runs past the pool's stall timeout (user code that
-    /// loops or blocks) and `false` when it returns.
-    public func applyActions(on pool: DrainPool, onStall: (@Sendable (Bool) -> Void)? = nil) {
-        runtime.applyActions(on: pool, onStall: onStall)
+    /// `onStall` hears `true` when a turn runs past the executor's stall timeout (user code
+    /// that loops or blocks) and `false` when it returns. For hosts.
+    package func applyActions(on executor: any ActionExecutor, onStall: (@Sendable (Bool) -> Void)? = nil) {
+        runtime.applyActions(on: executor, onStall: onStall)
     }
 
-    /// Whether the reactor's `mutate`, `reduce` or transforms have run past its pool's stall
-    /// timeout without returning. Always false for a reactor not applying actions on a pool.
-    public var isStalled: Bool { runtime.isStalled }
+    /// Whether the reactor's `mutate`, `reduce` or transforms have run past its executor's
+    /// stall timeout without returning. Always false for a reactor with no executor. For hosts.
+    package var isStalled: Bool { runtime.isStalled }
 
     /// The action input, like ReactorKit's `reactor.action` subject: `reactor.action.send(.increase)`.
     public var action: ActionInput<Self> { ActionInput(reactor: self) }

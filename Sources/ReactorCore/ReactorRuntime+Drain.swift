@@ -43,15 +43,15 @@ extension ReactorRuntime {
         }
     }
 
-    /// A turn on a ``DrainPool``: applies up to `batchesPerTurn` batches, then queues itself
+    /// A turn on an ``ActionExecutor``: applies up to `batchesPerTurn` batches, then queues itself
     /// again if work is left, so reactors with long queues take turns with the others (and the
     /// pool's watchdog sees a new turn start while a busy reactor makes progress).
-    @usableFromInline final class PooledTurn: DrainPoolTurn {
+    @usableFromInline final class PooledTurn: ExecutorTurn {
         @usableFromInline let runtime: ReactorRuntime
         @usableFromInline let reactor: R
-        @usableFromInline let pool: DrainPool
+        @usableFromInline let pool: any ActionExecutor
 
-        @usableFromInline init(runtime: ReactorRuntime, reactor: R, pool: DrainPool) {
+        @usableFromInline init(runtime: ReactorRuntime, reactor: R, pool: any ActionExecutor) {
             self.runtime = runtime
             self.reactor = reactor
             self.pool = pool

@@ -37,7 +37,7 @@ extension ReactorRuntime {
     @usableFromInline struct SharedState: Sendable {
         @usableFromInline var pending: [Work] = []
         /// Where queued work is applied; `nil`: by the thread that finds the reactor idle.
-        @usableFromInline var drainPool: DrainPool?
+        @usableFromInline var drainPool: (any ActionExecutor)?
         @usableFromInline var nextSequence: UInt64 = 0
         /// Actions up to this sequence have had their immediate mutations applied.
         @usableFromInline var processedThrough: UInt64 = 0

@@ -48,7 +48,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                                                           _ refuseWhenStalled: Bool) -> ActionReceipt?
 
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
-    @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: DrainPool) -> Void
+    @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: any ActionExecutor) -> Void
 
     /// Creates an idle runtime; it starts on the reactor's first use.
     @inlinable public init() {
@@ -162,7 +162,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         /// The calling thread.
         case caller
         /// A turn on the pool.
-        case pool(DrainPool)
+        case pool(any ActionExecutor)
     }
 
     /// The hot path: enqueue, and drain (or have the pool drain) if nobody else does.
@@ -239,7 +239,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     // MARK: - Where actions are applied
 
-    @usableFromInline func applyActions(on pool: DrainPool, onStall: (@Sendable (Bool) -> Void)?) {
+    @usableFromInline func applyActions(on pool: any ActionExecutor, onStall: (@Sendable (Bool) -> Void)?) {
         shared.withLock { shared in
             shared.drainPool = pool
             shared.onStall = onStall
@@ -286,7 +286,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ) -> UInt64 {
         ensureStarted(reactor)
         let observer = StateObserver(receive: receive, finish: finish)
-        let (id, initial, pool) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?, DrainPool?) in
+        let (id, initial, pool) = shared.withLock { shared -> (UInt64, StateUpdate<R.State>?, (any ActionExecutor)?) in
             let id = shared.nextObserverID()
             if shared.isDisposed { return (id, nil, nil) }
             if shared.isDraining || !shared.pending.isEmpty {

@@ -1,5 +1,5 @@
-import Locking
 import ReactorCore
+import Synchronization
 
 /// A process-wide chat room shared by every ``RoomReactor``: the global state of the room
 /// example. Use ``shared`` in the server and a fresh `Room()` in tests.
@@ -49,7 +49,7 @@ public final class Room: Sendable {
 
     /// How many messages the room keeps.
     public let historyLimit: Int
-    private let storage = Locked(Storage())
+    private let storage = Mutex(Storage())
 
     /// An empty room that keeps the last `historyLimit` messages.
     public init(historyLimit: Int = 100) {

@@ -1,12 +1,13 @@
 import Locking
 import MicroHTTP
+import ReactorHosting
 
 /// One client's event stream on one instance. It pulls from the instance's timeline whenever the
 /// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
 /// write opportunity) is sent every version; one further behind is sent the latest state only
 /// (conflated). Either way it never holds the instance or other subscribers back. A state that
 /// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
-final class EventSubscriber: HTTPStreamSource {
+final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private struct Progress {
         /// The newest version already sent, nil before the first state.
         var lastSentVersion: UInt64?
@@ -107,7 +108,7 @@ final class EventSubscriber: HTTPStreamSource {
                 // The common case, one new state and nothing else: hand over the event bytes
                 // every subscriber shares instead of copying them.
                 if bytes.isEmpty, ending == nil, !ServerSentEvents.isSnapshot(latest, after: previous) {
-                    return .bytes(latest.event)
+                    return .bytes(ServerSentEvents.stateEvent(latest))
                 }
                 ServerSentEvents.appendState(latest, after: previous, to: &bytes)
             }

@@ -1,4 +1,7 @@
 import MicroHTTP
+import ReactorCore
+import ReactorHosting
+import SortedJSON
 
 /// An RFC 9457 problem: every failure the service answers is one of these, sent as
 /// `application/problem+json` with a stable `type`.
@@ -98,9 +101,9 @@ extension Problem {
                 retryAfter: 5)
     }
 
-    static func instanceStalled(_ id: String, retryAfter: Int) -> Problem {
+    static func instanceStalled(retryAfter: Int) -> Problem {
         Problem(status: 503, kind: "instance-stalled", title: "Reactor instance stalled",
-                detail: "instance \(id) is still inside mutate, reduce or a transform that has not returned; "
+                detail: "the instance is still inside mutate, reduce or a transform that has not returned; "
                     + "it takes no actions until that returns",
                 retryAfter: retryAfter)
     }
@@ -125,5 +128,47 @@ extension Problem {
         default:
             return Problem(status: status, kind: "bad-request", title: "Bad Request", detail: detail)
         }
+    }
+}
+
+extension Problem {
+    /// The answer to a request the hosting layer refused.
+    init(_ error: HostingError) {
+        switch error {
+        case .invalidAction(let detail):
+            self = .invalidAction(detail)
+        case .tooManyInstances(let limit):
+            self = .tooManyInstances(limit: limit)
+        case .tooManySubscribers(let limit):
+            self = .tooManyStreams(limit: limit, perInstance: true)
+        case .instanceEnded:
+            self = .notFound("the instance has ended")
+        case .instanceStalled(let retryAfter):
+            self = .instanceStalled(retryAfter: retryAfter)
+        case .storeUnavailable(let detail):
+            self = Problem(status: 503, kind: "store-unavailable", title: "Session store unavailable",
+                           detail: "the session store could not take the write, so nothing was accepted: \(detail)",
+                           retryAfter: 5)
+        }
+    }
+
+    /// Runs `body`, turning a hosting refusal into its problem.
+    static func rethrowing<Result>(_ body: () throws(HostingError) -> Result) throws(Problem) -> Result {
+        do {
+            return try body()
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    /// A mutation error as problem JSON for an `event: error`.
+    static func mutationFailedJSON(_ failure: MutationFailure) -> [UInt8] {
+        var object = JSONObjectWriter()
+        if let sequence = failure.actionSequence { object.add("action", raw: String(sequence)) }
+        object.add("detail", string: failure.message)
+        object.add("errorType", string: failure.errorType)
+        object.add("title", string: "Mutation failed")
+        object.add("type", string: Problem.typePrefix + "mutation-failed")
+        return object.finish()
     }
 }

@@ -1,3 +1,4 @@
+import ReactorHosting
 import Locking
 import Logging
 import MicroHTTP

@@ -2,6 +2,8 @@ import Dispatch
 import Logging
 import MicroHTTP
 import ReactorCore
+import ReactorHosting
+import SortedJSON
 import Synchronization
 
 /// The reactor service: one reactor instance per client session, actions in over
@@ -11,7 +13,7 @@ public final class ReactorService: Sendable {
     /// The limits and behaviour in force.
     public let configuration: ReactorServiceConfiguration
     let registry: ReactorRegistry
-    let store: InstanceStore
+    let table: InstanceTable
     let metrics = ServiceMetrics()
     let logger: Logger
     /// Whether each request is logged (at `debug`): decided once, from the logger's level when
@@ -35,14 +37,20 @@ public final class ReactorService: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.logsEachRequest = logger.logLevel <= .debug
-        self.store = InstanceStore(limit: configuration.maxInstances)
+        self.table = InstanceTable(limit: configuration.maxInstances)
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
         self.drainPool = configuration.reactorThreads > 0
             ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
+        let metrics = self.metrics
         self.instanceContext = InstanceContext(
             now: configuration.now, historyCapacity: configuration.historyCapacity,
-            subscriberLimit: configuration.maxStreamsPerInstance, metrics: metrics, logger: logger,
-            drainPool: drainPool, stallTimeout: configuration.stallTimeout)
+            subscriberLimit: configuration.maxStreamsPerInstance, logger: logger,
+            drainPool: drainPool, stallTimeout: configuration.stallTimeout,
+            stallChanged: { metrics.instanceStalled($0) },
+            mutationFailed: { timeline, failure in
+                metrics.mutationFailed()
+                timeline.broadcast(event: ServerSentEvents.event("error", json: Problem.mutationFailedJSON(failure)))
+            })
         var types: [UInt8] = Array(#"{"types":["#.utf8)
         for (index, type) in registry.allTypes.enumerated() {
             if index > 0 { types.append(UInt8(ascii: ",")) }
@@ -53,7 +61,7 @@ public final class ReactorService: Sendable {
     }
 
     /// How many instances are live.
-    public var instanceCount: Int { store.count }
+    public var instanceCount: Int { table.count }
 
     /// How many instances are stalled: inside a `mutate`, `reduce` or transform that has not
     /// returned within the stall timeout.
@@ -77,7 +85,7 @@ public final class ReactorService: Sendable {
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ok"}"#.utf8)))
         }
         add(&router, .GET, "/metrics") { _, _ in
-            self.metrics.instanceCount(self.store.count)
+            self.metrics.instanceCount(self.table.count)
             self.metrics.streamCount(self.streamCount)
             return .now(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                                      body: self.metrics.render()))
@@ -107,12 +115,12 @@ public final class ReactorService: Sendable {
         let now = configuration.now()
         let timeout = configuration.idleTimeout.nanoseconds
         let cutoff = now > timeout ? now - timeout : 0
-        let expired = store.removeIdle(before: cutoff)
+        let expired = table.removeIdle(before: cutoff)
         for instance in expired {
             instance.dispose(.expired)
-            logger.info("instance expired", metadata: ["instance": "\(instance.id)", "type": "\(instance.typeName)"])
+            logger.info("instance expired", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(instance.typeName)"])
         }
-        if !expired.isEmpty { metrics.instanceCount(store.count) }
+        if !expired.isEmpty { metrics.instanceCount(table.count) }
         return expired.count
     }
 
@@ -125,7 +133,7 @@ public final class ReactorService: Sendable {
     /// Disposes every instance, ending their streams, and lets the threads applying actions
     /// end; used when the server stops.
     public func disposeAllInstances() {
-        for instance in store.removeAll() { instance.dispose(.shutdown) }
+        for instance in table.removeAll() { instance.dispose(.shutdown) }
         metrics.instanceCount(0)
         drainPool?.shutdown()
     }
@@ -139,13 +147,13 @@ public final class ReactorService: Sendable {
 
     private func createInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         try requireJSON(request)
-        let body = try JSONCoding.decode(CreateInstanceRequest.self, from: request.body)
+        let body = try JSONCoding.decodeBody(CreateInstanceRequest.self, from: request.body)
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
-        let instance = try store.create { id in type.host(id, instanceContext) }
-        metrics.instanceCount(store.count)
-        logger.info("instance created", metadata: ["instance": "\(instance.id)", "type": "\(type.name)"])
+        let instance = try Problem.rethrowing { () throws(HostingError) in try table.create { id in type.host(id, instanceContext) } }
+        metrics.instanceCount(table.count)
+        logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
         // Not kept with the state: most instances are never read at their first version.
         let state = instance.timeline.latest
         var headers = Self.snapshotHeaders(etag: Self.etag(state.version))
@@ -166,10 +174,10 @@ public final class ReactorService: Sendable {
 
     private func deleteInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        guard let instance = store.remove(id) else { throw Problem.noSuchInstance(id) }
+        guard let instance = table.remove(id) else { throw Problem.noSuchInstance(id) }
         instance.dispose(.deleted)
-        metrics.instanceCount(store.count)
-        logger.info("instance deleted", metadata: ["instance": "\(id)"])
+        metrics.instanceCount(table.count)
+        logger.info("instance deleted", metadata: ["instance": "\(InstanceID.logLabel(id))"])
         return HTTPResponse(status: 204)
     }
 
@@ -177,7 +185,7 @@ public final class ReactorService: Sendable {
         let instance = try self.instance(for: request)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
-        let receipt = try instance.send(actionJSON: request.body)
+        let receipt = try Problem.rethrowing { () throws(HostingError) in try instance.send(actionJSON: request.body) }
         instance.touch()
         metrics.actionAccepted()
         guard wait else {
@@ -218,7 +226,7 @@ public final class ReactorService: Sendable {
             instance.touch()
         }
         do {
-            try instance.timeline.attach(subscriber)
+            try Problem.rethrowing { () throws(HostingError) in try instance.timeline.attach(subscriber) }
         } catch {
             openStreams.wrappingSubtract(1, ordering: .relaxed)
             throw error
@@ -239,11 +247,11 @@ public final class ReactorService: Sendable {
         request.pathParameters.withRawValue(of: "id") { raw in
             guard let key = InstanceKey(utf8: raw) else { return }
             isPlainID = true
-            found = store.instance(key: key)
+            found = table.instance(key: key)
         }
         if let found { return found }
         let id = request.pathParameters["id"] ?? ""
-        if !isPlainID, let instance = store.instance(id) { return instance }
+        if !isPlainID, let instance = table.instance(id) { return instance }
         throw Problem.noSuchInstance(id)
     }
 

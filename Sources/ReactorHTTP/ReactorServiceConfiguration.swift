@@ -1,3 +1,4 @@
+import ReactorHosting
 import Dispatch
 import MicroHTTP
 

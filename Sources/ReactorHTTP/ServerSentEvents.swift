@@ -1,3 +1,6 @@
+import ReactorHosting
+import SortedJSON
+
 /// Frames server-sent events (the `text/event-stream` format).
 enum ServerSentEvents {
     /// `retry:` hint sent first: how long a client waits before reconnecting, in milliseconds.
@@ -29,11 +32,16 @@ enum ServerSentEvents {
         return bytes
     }
 
+    /// The state's event, framed once per version and shared by every stream that sends it.
+    static func stateEvent(_ state: any VersionedState) -> [UInt8] {
+        state.framed(by: stateEvent(version:json:))
+    }
+
     /// A state's ``stateEvent(version:json:)``, preceded by ``snapshotMarker`` when
     /// `previous` (the version the client last had) is not `version - 1`.
     static func appendState(_ state: any VersionedState, after previous: UInt64? = nil, to bytes: inout [UInt8]) {
         if isSnapshot(state, after: previous) { bytes.append(contentsOf: snapshotMarker) }
-        bytes.append(contentsOf: state.event)
+        bytes.append(contentsOf: stateEvent(state))
     }
 
     /// Whether sending `state` to a client that last had `previous` skips versions.

@@ -1,3 +1,4 @@
+import ReactorHosting
 import ReactorExamples
 import ReactorHTTP
 

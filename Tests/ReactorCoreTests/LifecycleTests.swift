@@ -4,6 +4,7 @@ import ReactorCore
 import ReactorExamples
 import ReactorTesting
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct LifecycleTests {

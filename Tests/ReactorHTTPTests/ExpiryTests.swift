@@ -2,6 +2,7 @@ import Foundation
 import MicroHTTP
 import ReactorExamples
 import Synchronization
+import ReactorHosting
 import Testing
 @testable import ReactorHTTP
 
@@ -81,9 +82,9 @@ import Testing
         let server = try makeServer(time: time)
         defer { server.shutdown() }
         let (_, id, stream) = try await counterWithStream(on: server)
-        let instance = try #require(server.service.store.instance(id))
+        let instance = try #require(server.service.table.instance(id))
         // Expire it as the sweeper would once its stream is gone.
-        _ = server.service.store.remove(id)
+        _ = server.service.table.remove(id)
         instance.dispose(.expired)
         let events = await stream.waitForEnd()
         #expect(events.last?.event == "end")

@@ -4,6 +4,7 @@ import MicroHTTP
 import ReactorCore
 import ReactorExamples
 import Synchronization
+import ReactorHosting
 import Testing
 @testable import ReactorHTTP
 

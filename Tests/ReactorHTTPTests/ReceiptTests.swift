@@ -11,3 +11,13 @@ import Testing
         }
     }
 }
+
+@Suite struct ServerSentEventsTests {
+    @Test func aStatesEventCarriesItsVersionAndJSONWithNoSpareRoom() {
+        for version: UInt64 in [0, 9, 10, 1_234_567_890_123, .max] {
+            let event = ServerSentEvents.stateEvent(version: version, json: Array(#"{"a":1}"#.utf8))
+            #expect(event == Array("id: \(version)\nevent: state\ndata: {\"a\":1}\n\n".utf8))
+            #expect(event.capacity <= event.count + 16)
+        }
+    }
+}

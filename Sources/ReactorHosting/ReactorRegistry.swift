@@ -1,4 +1,5 @@
 import ReactorCore
+import SortedJSON
 
 /// The reactor types a service can create instances of, each under a name.
 ///
@@ -34,21 +35,21 @@ public struct ReactorRegistry: Sendable {
     /// The registered names, in registration order.
     public var names: [String] { order }
 
-    func type(named name: String) -> RegisteredType? { types[name] }
+    package func type(named name: String) -> RegisteredType? { types[name] }
 
-    var allTypes: [RegisteredType] { order.compactMap { types[$0] } }
+    package var allTypes: [RegisteredType] { order.compactMap { types[$0] } }
 }
 
 /// One registered reactor type, with what `GET /types` shows of it and how to host a new instance.
-struct RegisteredType: Sendable {
-    let name: String
-    let summary: String
+package struct RegisteredType: Sendable {
+    package let name: String
+    package let summary: String
     /// The JSON of each example action.
     let exampleActionsJSON: [[UInt8]]
     /// The JSON of the initial state of a fresh instance.
     let initialStateJSON: [UInt8]
     /// Creates and hosts a new instance with the given id.
-    let host: @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
+    package let host: @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
 
     init<R: Reactor>(name: String, summary: String, exampleActions: [R.Action], make: @escaping @Sendable () -> R) {
         self.name = name
@@ -61,7 +62,7 @@ struct RegisteredType: Sendable {
     }
 
     /// `{"exampleActions":[…],"initialState":{…},"name":"…","summary":"…"}`
-    var json: [UInt8] {
+    package var json: [UInt8] {
         var actions: [UInt8] = [UInt8(ascii: "[")]
         for (index, action) in exampleActionsJSON.enumerated() {
             if index > 0 { actions.append(UInt8(ascii: ",")) }

@@ -4,7 +4,9 @@ import Glibc
 #endif
 import Locking
 import ReactorCore
+@testable import ReactorHosting
 import Synchronization
+import TestSupport
 import Testing
 
 /// Adds numbers; `.hold` blocks inside `mutate` until its gate opens, as a `mutate` that loops

@@ -1,16 +1,17 @@
 import Foundation
+import SortedJSON
 
 /// Decodes the JSON of a reactor's `Action`: its synthesized Codable form
 /// (`{"add":{"title":"milk"}}`), or a bare JSON string naming a case without payload
 /// (`"increase"`, read as `{"increase":{}}`). Failures name what was wrong.
-enum ActionDecoding {
-    static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8],
-                                          rawValue: RawValueDecoder<Action>) throws(Problem) -> Action {
+package enum ActionDecoding {
+    package static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8],
+                                          rawValue: RawValueDecoder<Action>) throws(HostingError) -> Action {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
-            throw Problem.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
+            throw HostingError.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }
         guard JSONCoding.isUTF8(body) else {
-            throw Problem.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
+            throw HostingError.invalidAction("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)")
         }
         // The fast path throws rather than returning an optional when it does not apply: this
         // code runs generic over `Action`, where an `Action?` costs a type lookup per request.
@@ -19,14 +20,14 @@ enum ActionDecoding {
     }
 
     /// Every other body: Foundation's decoder, then the bare-case forms, then an explanation.
-    private static func decodeWithFoundation<Action: Decodable>(_ type: Action.Type, from body: [UInt8]) throws(Problem) -> Action {
+    private static func decodeWithFoundation<Action: Decodable>(_ type: Action.Type, from body: [UInt8]) throws(HostingError) -> Action {
         let failure: DecodingError
         do {
             return try JSONCoding.decoder.decode(type, from: Data(body))
         } catch let error as DecodingError {
             failure = error
         } catch {
-            throw Problem.invalidAction("the body is not valid JSON")
+            throw HostingError.invalidAction("the body is not valid JSON")
         }
         let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
         if let caseName = json as? String {
@@ -34,7 +35,7 @@ enum ActionDecoding {
         }
         if let object = json as? [String: Any], isTopLevel(failure) {
             guard object.count == 1, let caseName = object.keys.first else {
-                throw Problem.invalidAction(
+                throw HostingError.invalidAction(
                     "an action is one case: an object with exactly one key, the case name (got \(object.count) keys)")
             }
             // `{"increase":{}}` for an action whose Codable form is the bare string "increase".
@@ -43,24 +44,24 @@ enum ActionDecoding {
                 JSONText.appendString(caseName, to: &quoted)
                 if let action = try? JSONCoding.decoder.decode(type, from: Data(quoted)) { return action }
             }
-            throw Problem.invalidAction("unknown action '\(caseName)'")
+            throw HostingError.invalidAction("unknown action '\(caseName)'")
         }
         if json == nil {
-            throw Problem.invalidAction("the body is not valid JSON")
+            throw HostingError.invalidAction("the body is not valid JSON")
         }
-        throw Problem.invalidAction(JSONCoding.describe(failure))
+        throw HostingError.invalidAction(JSONCoding.describe(failure))
     }
 
     /// `"name"` read as `{"name":{}}`: a case without payload.
-    private static func decodeBareCase<Action: Decodable>(_ type: Action.Type, named caseName: String) throws(Problem) -> Action {
+    private static func decodeBareCase<Action: Decodable>(_ type: Action.Type, named caseName: String) throws(HostingError) -> Action {
         var wrapped = JSONObjectWriter()
         wrapped.add(caseName, raw: "{}")
         do {
             return try JSONCoding.decoder.decode(type, from: Data(wrapped.finish()))
         } catch let error as DecodingError where !isTopLevel(error) {
-            throw Problem.invalidAction("action '\(caseName)' needs a payload: \(JSONCoding.describe(error))")
+            throw HostingError.invalidAction("action '\(caseName)' needs a payload: \(JSONCoding.describe(error))")
         } catch {
-            throw Problem.invalidAction("unknown action '\(caseName)'")
+            throw HostingError.invalidAction("unknown action '\(caseName)'")
         }
     }
 
@@ -87,10 +88,10 @@ enum ActionDecoding {
 ///
 /// It holds only a metatype: no allocation per instance, and nothing reference-counted to touch
 /// per request.
-struct RawValueDecoder<Action>: Sendable {
+package struct RawValueDecoder<Action>: Sendable {
     private let rawType: (any (RawRepresentable<String> & Sendable).Type)?
 
-    init(_ type: Action.Type) {
+    package init(_ type: Action.Type) {
         rawType = type as? any (RawRepresentable<String> & Sendable).Type
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 import ReactorCore
 import ReactorExamples
+import TestSupport
 import Testing
-@testable import ReactorHTTP
+@testable import SortedJSON
 
 /// The state encoder writes the bytes Foundation's `JSONEncoder` writes with sorted keys, so
 /// that states, ETags and the examples clients see do not depend on which of the two ran.
@@ -129,14 +130,6 @@ import Testing
         #expect(throws: EncodingError.self) { try SortedJSONEncoder.encode(Nested(depth: 512)) }
         #expect(throws: EncodingError.self) { try SortedJSONEncoder.encodeThroughTree(Nested(depth: 512)) }
         try expectSameBytes(Nested(depth: 511))
-    }
-
-    /// What a subscriber receives for a state that cannot be encoded: still JSON, saying why.
-    @Test func aStateThatCannotBeEncodedBecomesAStringNamingTheError() throws {
-        for bytes in [JSONCoding.encodeState(["value": Double.nan]), JSONCoding.encodeState(Nested(depth: 512))] {
-            let text = try JSONDecoder().decode(String.self, from: Data(bytes))
-            #expect(text.hasPrefix("state could not be encoded: "))
-        }
     }
 
     /// Random values of every shape, compared byte for byte; the seed is in the failure.

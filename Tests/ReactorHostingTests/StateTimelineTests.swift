@@ -1,6 +1,5 @@
-import MicroHTTP
 import Testing
-@testable import ReactorHTTP
+@testable import ReactorHosting
 
 /// The timeline's subscriber bookkeeping (streams leave in any order, each exactly once) and its
 /// snapshot of the latest version.
@@ -9,23 +8,43 @@ import Testing
         StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: limit).timeline
     }
 
-    private func makeSubscriber(_ timeline: StateTimeline) -> EventSubscriber {
-        EventSubscriber(timeline: timeline, resumingAfter: nil, retryMilliseconds: 1000) {}
+    private final class Subscriber: TimelineSubscriber {
+        func wake() {}
+        func enqueue(event: [UInt8]) {}
     }
 
-    @Test func aStatesEventCarriesItsVersionAndJSONWithNoSpareRoom() {
-        for version: UInt64 in [0, 9, 10, 1_234_567_890_123, .max] {
-            let encoded = EncodedState(version: version, json: Array(#"{"a":1}"#.utf8))
-            #expect(encoded.event == Array("id: \(version)\nevent: state\ndata: {\"a\":1}\n\n".utf8))
-            #expect(encoded.event.capacity <= encoded.event.count + 16)
+    private final class Snapshot: LatestSnapshot {
+        let version: UInt64
+        let body: [UInt8]
+        init(version: UInt64, body: [UInt8]) {
+            self.version = version
+            self.body = body
         }
+    }
+
+    private func makeSubscriber(_ timeline: StateTimeline) -> Subscriber { Subscriber() }
+
+    @Test func aStateIsFramedOnceAndTheFramingIsShared() {
+        let (timeline, _) = StateTimeline.make(initial: 7, historyCapacity: 4, subscriberLimit: 1)
+        var framings = 0
+        let first = timeline.latest.framed { version, json in
+            framings += 1
+            return Array("\(version):".utf8) + json
+        }
+        let second = timeline.latest.framed { _, _ in
+            framings += 1
+            return []
+        }
+        #expect(first == Array("0:7".utf8))
+        #expect(second == first)
+        #expect(framings == 1)
     }
 
     @Test func subscribersLeaveInAnyOrderAndFreeTheirPlaces() throws {
         let timeline = makeTimeline(limit: 5)
         let subscribers = (0..<5).map { _ in makeSubscriber(timeline) }
         for subscriber in subscribers { try timeline.attach(subscriber) }
-        #expect(throws: Problem.self) { try timeline.attach(makeSubscriber(timeline)) }
+        #expect(throws: HostingError.self) { try timeline.attach(makeSubscriber(timeline)) }
 
         timeline.detach(subscribers[1])
         timeline.detach(subscribers[4])
@@ -35,7 +54,7 @@ import Testing
 
         let late = (0..<2).map { _ in makeSubscriber(timeline) }
         for subscriber in late { try timeline.attach(subscriber) }
-        #expect(throws: Problem.self) { try timeline.attach(makeSubscriber(timeline)) }
+        #expect(throws: HostingError.self) { try timeline.attach(makeSubscriber(timeline)) }
 
         timeline.detach(subscribers[0])
         #expect(subscribers.map(timeline.isAttached) == [false, false, true, true, false])
@@ -49,21 +68,20 @@ import Testing
     @Test func onlyTheLatestVersionKeepsItsSnapshotAndRequestsForItShareOne() {
         let (timeline, publisher) = StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: 1)
         var built: [UInt64] = []
-        func snapshot() -> InstanceSnapshot {
+        func snapshot() -> Snapshot {
             timeline.latestSnapshot { state in
                 built.append(state.version)
-                return InstanceSnapshot(version: state.version, etag: "\"\(state.version)\"",
-                                        response: PreparedResponse(status: 200, headers: [:], body: state.json))
+                return Snapshot(version: state.version, body: state.json)
             }
         }
         let first = snapshot()
         #expect(snapshot() === first)
-        #expect(first.response.body == Array("0".utf8))
-        weak let released = first.response
+        #expect(first.body == Array("0".utf8))
+        weak let released = first
         publisher.publish(10, version: 1)
         let second = snapshot()
         #expect(second.version == 1)
-        #expect(second.response.body == Array("10".utf8))
+        #expect(second.body == Array("10".utf8))
         #expect(snapshot() === second)
         #expect(built == [0, 1])
         _ = consume first

@@ -1,18 +1,19 @@
 import Foundation
+import SortedJSON
 
 /// The service's JSON coding: states are encoded with sorted keys so equal states give equal
 /// bytes (and equal ETags); bodies are decoded by one shared `JSONDecoder`.
-enum JSONCoding {
-    static let decoder = JSONDecoder()
+package enum JSONCoding {
+    package static let decoder = JSONDecoder()
 
     /// Encodes a value as sorted-key JSON bytes (see `SortedJSONEncoder`).
-    static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+    package static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
         try SortedJSONEncoder.encode(value)
     }
 
     /// Encodes a value whose encoding cannot fail in practice (the service's own states);
     /// a failure becomes a JSON string naming it, so a subscriber still sees something honest.
-    static func encodeState<Value: Encodable>(_ value: Value) -> [UInt8] {
+    package static func encodeState<Value: Encodable>(_ value: Value) -> [UInt8] {
         do {
             return try encode(value)
         } catch {
@@ -22,27 +23,15 @@ enum JSONCoding {
         }
     }
 
-    /// Decodes a JSON body, turning Foundation's errors into a sentence that names the problem.
-    static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws(Problem) -> Value {
-        guard isUTF8(bytes) else { throw Problem.invalidBody("the body is not UTF-8 (JSON must be UTF-8, RFC 8259)") }
-        do {
-            return try decoder.decode(type, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw Problem.invalidBody(describe(error))
-        } catch {
-            throw Problem.invalidBody("the body is not valid JSON: \(error)")
-        }
-    }
-
     /// Whether `bytes` are valid UTF-8. Foundation's decoder would also read UTF-16 and UTF-32
     /// (detected from the first bytes), which RFC 8259 does not allow between systems.
     /// ASCII bodies, the usual case, are checked without building a string.
-    static func isUTF8(_ bytes: [UInt8]) -> Bool {
+    package static func isUTF8(_ bytes: [UInt8]) -> Bool {
         bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// A sentence naming what a decoding error found wrong, and where.
-    static func describe(_ error: DecodingError) -> String {
+    package static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
             return keys.isEmpty ? "the top level" : "'" + keys.joined(separator: ".") + "'"

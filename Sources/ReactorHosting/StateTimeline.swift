@@ -1,10 +1,26 @@
 import Locking
 
 /// Why an instance's event streams end.
-enum StreamEndReason: String, Sendable {
+package enum StreamEndReason: String, Sendable {
     case deleted
     case expired
     case shutdown
+}
+
+/// One reader of a timeline (an event stream): woken to pull when a state is published or the
+/// timeline ends, and handed already-framed events (mutation errors) to send.
+package protocol TimelineSubscriber: AnyObject, Sendable {
+    /// Pull the latest state (or the end) soon.
+    func wake()
+    /// Queue an already-framed event and wake.
+    func enqueue(event: [UInt8])
+}
+
+/// A reader's answer built from the latest state (the `GET` response), cached on the timeline
+/// so that every request for that version shares it.
+package protocol LatestSnapshot: AnyObject, Sendable {
+    /// The version it was built from.
+    var version: UInt64 { get }
 }
 
 /// The states an instance has published, as its event streams see them: the latest, a bounded
@@ -14,23 +30,23 @@ enum StreamEndReason: String, Sendable {
 /// A value type over one locked allocation, so an instance holds it inline: publishing a state
 /// touches one object fewer than a class would (it matters when instances are many and cold).
 /// Copies share the same timeline.
-struct StateTimeline: Sendable {
+package struct StateTimeline: Sendable {
     private struct Storage {
         /// The published states: the latest and the history (see ``TypedStateLog``).
         let log: any StateLog
-        var subscribers: [EventSubscriber] = []
+        var subscribers: [any TimelineSubscriber] = []
         /// Where each subscriber sits in `subscribers`, so one leaves in constant time even when
         /// thousands of streams close together.
         var positions: [ObjectIdentifier: Int] = [:]
         var endReason: StreamEndReason?
         /// The `GET` answer for the latest version once a request asked for it. One per instance:
         /// older versions are never asked for again, so theirs are let go.
-        var snapshot: InstanceSnapshot?
+        var snapshot: (any LatestSnapshot)?
     }
 
     private let storage: Locked<Storage>
     /// The most event streams one instance may have open at once.
-    let subscriberLimit: Int
+    package let subscriberLimit: Int
 
     /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
     /// publisher that adds states to `log`.
@@ -40,22 +56,22 @@ struct StateTimeline: Sendable {
     }
 
     /// The latest state and, once the instance is gone, why its streams end.
-    var current: (latest: any VersionedState, endReason: StreamEndReason?) {
+    package var current: (latest: any VersionedState, endReason: StreamEndReason?) {
         storage.withLock { ($0.log.newest(), $0.endReason) }
     }
 
     /// The latest state.
-    var latest: any VersionedState { storage.withLock { $0.log.newest() } }
+    package var latest: any VersionedState { storage.withLock { $0.log.newest() } }
 
     /// The snapshot of the latest state, built by `make` (outside the lock) when the latest
     /// version has none yet, and then shared by every request for that version.
-    func latestSnapshot(_ make: (any VersionedState) -> InstanceSnapshot) -> InstanceSnapshot {
-        let (latest, cached) = storage.withLock { ($0.log.newest(), $0.snapshot) }
+    package func latestSnapshot<Snapshot: LatestSnapshot>(_ make: (any VersionedState) -> Snapshot) -> Snapshot {
+        let (latest, cached) = storage.withLock { ($0.log.newest(), $0.snapshot as? Snapshot) }
         if let cached, cached.version == latest.version { return cached }
         let built = make(latest)
         return storage.withLock { storage in
             // Another request may have built it meanwhile (share theirs), or a newer one (keep it).
-            if let current = storage.snapshot, current.version >= built.version {
+            if let current = storage.snapshot as? Snapshot, current.version >= built.version {
                 return current.version == built.version ? current : built
             }
             storage.snapshot = built
@@ -64,13 +80,13 @@ struct StateTimeline: Sendable {
     }
 
     /// How many event streams are open on this instance.
-    var subscriberCount: Int { storage.withLock { $0.subscribers.count } }
+    package var subscriberCount: Int { storage.withLock { $0.subscribers.count } }
 
     /// Has `store` add a newly published state to the log (under the lock) and wakes every
     /// subscriber. Versions that are not newer than the latest are ignored, so the stream's
     /// versions only increase. Called by ``StatePublisher``, which holds the log's typed end.
     func publish(version: UInt64, store: () -> Void) {
-        let subscribers: [EventSubscriber]? = storage.withLock { storage in
+        let subscribers: [any TimelineSubscriber]? = storage.withLock { storage in
             guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
             store()
             return storage.subscribers.isEmpty ? nil : storage.subscribers
@@ -79,22 +95,22 @@ struct StateTimeline: Sendable {
     }
 
     /// Queues an already-framed event (an `error` event) on every subscriber.
-    func broadcast(event: [UInt8]) {
+    package func broadcast(event: [UInt8]) {
         let subscribers = storage.withLock { $0.subscribers }
         subscribers.forEach { $0.enqueue(event: event) }
     }
 
     /// The states after `version` for replay, or nil when the history no longer holds them all.
-    func states(after version: UInt64) -> [any VersionedState]? {
+    package func states(after version: UInt64) -> [any VersionedState]? {
         storage.withLock { $0.log.states(after: version) }
     }
 
     /// Adds a subscriber, unless the instance is gone or at its limit.
-    func attach(_ subscriber: EventSubscriber) throws(Problem) {
-        let outcome: Problem? = storage.withLock { storage in
-            if storage.endReason != nil { return Problem.notFound("the instance has ended") }
+    package func attach(_ subscriber: any TimelineSubscriber) throws(HostingError) {
+        let outcome: HostingError? = storage.withLock { storage in
+            if storage.endReason != nil { return HostingError.instanceEnded }
             if storage.subscribers.count >= subscriberLimit {
-                return Problem.tooManyStreams(limit: subscriberLimit, perInstance: true)
+                return HostingError.tooManySubscribers(limit: subscriberLimit)
             }
             storage.positions[ObjectIdentifier(subscriber)] = storage.subscribers.count
             storage.subscribers.append(subscriber)
@@ -104,7 +120,7 @@ struct StateTimeline: Sendable {
     }
 
     /// Removes a subscriber whose stream has closed.
-    func detach(_ subscriber: EventSubscriber) {
+    package func detach(_ subscriber: any TimelineSubscriber) {
         storage.withLock { storage in
             guard let position = storage.positions.removeValue(forKey: ObjectIdentifier(subscriber)) else { return }
             let last = storage.subscribers.removeLast()
@@ -116,13 +132,13 @@ struct StateTimeline: Sendable {
     }
 
     /// Whether `subscriber` is among the open streams (a linear scan, for checks and tests).
-    func isAttached(_ subscriber: EventSubscriber) -> Bool {
+    package func isAttached(_ subscriber: any TimelineSubscriber) -> Bool {
         storage.withLock { $0.subscribers.contains { $0 === subscriber } }
     }
 
     /// Ends every stream: subscribers send their last events and an `end` event, then close.
-    func end(_ reason: StreamEndReason) {
-        let subscribers: [EventSubscriber] = storage.withLock { storage in
+    package func end(_ reason: StreamEndReason) {
+        let subscribers: [any TimelineSubscriber] = storage.withLock { storage in
             guard storage.endReason == nil else { return [] }
             storage.endReason = reason
             return storage.subscribers

@@ -1,9 +1,9 @@
 /// Unguessable instance ids: 128 bits from the system's CSPRNG (`getrandom` on Linux),
 /// written in URL-safe base64 without padding (22 characters).
-enum InstanceID {
+package enum InstanceID {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    static func make() -> String {
+    package static func make() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
@@ -17,6 +17,20 @@ enum InstanceID {
             value.0 >>= 6
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// What logs show of an id: a short hash, never the id itself (an id is its owner's only
+    /// credential). Equal ids give equal labels, so log lines of one instance can be matched.
+    package static func logLabel(_ id: String) -> String {
+        // FNV-1a, 64 bits, shown as its top 32 bits in hex: enough to tell instances apart in a
+        // log, far too little to find an id from.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        let hex = String(hash >> 32, radix: 16)
+        return "#" + String(repeating: "0", count: 8 - hex.count) + hex
     }
 
     /// The 6-bit value of one character of the alphabet; nil for any other byte.
@@ -35,7 +49,7 @@ enum InstanceID {
 /// An id's 22 characters packed into integers (6 bits each, nothing lost), so finding an
 /// instance compares values held in the table instead of following a pointer to each
 /// candidate's text.
-struct InstanceKey: Hashable, Sendable {
+package struct InstanceKey: Hashable, Sendable {
     /// Characters 0..<10.
     let head: UInt64
     /// Characters 10..<20.
@@ -44,14 +58,14 @@ struct InstanceKey: Hashable, Sendable {
     let tail: UInt16
 
     /// The key of `text`; nil unless it is 22 characters of the id alphabet.
-    init?(_ text: String) {
+    package init?(_ text: String) {
         var text = text
         guard let key = text.withUTF8(InstanceKey.init(utf8:)) else { return nil }
         self = key
     }
 
     /// The key of an id's UTF-8; nil unless it is 22 characters of the id alphabet.
-    init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    package init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 22,
               let head = Self.pack(bytes, 0..<10), let middle = Self.pack(bytes, 10..<20),
               let tail = Self.pack(bytes, 20..<22) else { return nil }

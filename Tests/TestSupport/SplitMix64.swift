@@ -1,10 +1,10 @@
 /// A small seeded generator (SplitMix64), so a failing random sequence can be replayed.
-struct SplitMix64 {
+public struct SplitMix64 {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -13,5 +13,5 @@ struct SplitMix64 {
     }
 
     /// A number in `0..<bound`.
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    public mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

@@ -155,19 +155,19 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
 
 /// Publishes an instance's states to its timeline: the typed end of the timeline's log, held by
 /// the one publisher (the instance's state observer).
-struct StatePublisher<State: Encodable & Sendable>: Sendable {
+package struct StatePublisher<State: Encodable & Sendable>: Sendable {
     let timeline: StateTimeline
     fileprivate let log: TypedStateLog<State>
 
     /// Stores `state` and wakes the subscribers, unless `version` is not newer than the newest.
-    func publish(_ state: State, version: UInt64) {
+    package func publish(_ state: State, version: UInt64) {
         timeline.publish(version: version) { log.append(state, version: version) }
     }
 }
 
 extension StateTimeline {
     /// A timeline whose first state is `initial` (version 0), and the publisher of the rest.
-    static func make<State: Encodable & Sendable>(
+    package static func make<State: Encodable & Sendable>(
         initial: State, historyCapacity: Int, subscriberLimit: Int
     ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
         let log = TypedStateLog(initial: initial, historyCapacity: historyCapacity)

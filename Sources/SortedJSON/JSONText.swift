@@ -1,9 +1,9 @@
 /// How scalars are written as JSON text: the forms Foundation's `JSONEncoder` writes, so that
 /// every JSON writer of the service gives the same bytes for the same value.
-enum JSONText {
+public enum JSONText {
     /// Appends `text` as a JSON string: `"` and `\` escaped, control characters as `\b`, `\f`,
     /// `\n`, `\r`, `\t` or `\u00XX`, everything else (`/` and non-ASCII included) as it is.
-    static func appendString(_ text: String, to bytes: inout [UInt8]) {
+    public static func appendString(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
@@ -32,7 +32,7 @@ enum JSONText {
     }
 
     /// Appends an integer in decimal, as `description` writes it, without making a string.
-    static func appendInteger(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
+    public static func appendInteger(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
         if let small = Int64(exactly: value) {
             if small < 0 { bytes.append(UInt8(ascii: "-")) }
             appendDigits(of: small.magnitude, to: &bytes)
@@ -44,7 +44,7 @@ enum JSONText {
     }
 
     /// How many decimal digits `appendInteger` writes for `value`.
-    static func decimalDigitCount(of value: UInt64) -> Int {
+    public static func decimalDigitCount(of value: UInt64) -> Int {
         var digits = 1
         var rest = value
         while rest >= 10 {

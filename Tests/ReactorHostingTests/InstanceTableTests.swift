@@ -3,10 +3,10 @@ import Locking
 import ReactorCore
 import Synchronization
 import Testing
-@testable import ReactorHTTP
+@testable import ReactorHosting
 
 /// The instance table: ids map to keys without loss, and the limit holds across its shards.
-@Suite struct InstanceStoreTests {
+@Suite struct InstanceTableTests {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
     @Test func idsThatDifferInAnyOneCharacterHaveDifferentKeys() throws {
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func concurrentCreationsStopExactlyAtTheLimit() throws {
-        let store = InstanceStore(limit: 40)
+        let store = InstanceTable(limit: 40)
         // `Locked`, not `Mutex`: ThreadSanitizer (`make sanitize`) sees only pthread mutexes.
         let created = Locked<[String]>([])
         let refused = Atomic<Int>(0)
@@ -56,11 +56,11 @@ import Testing
         #expect(store.remove(ids[0]) == nil)
         #expect(store.count == 39)
         _ = try store.create { FakeInstance(id: $0) }
-        #expect(throws: Problem.self) { try store.create { FakeInstance(id: $0) } }
+        #expect(throws: HostingError.self) { try store.create { FakeInstance(id: $0) } }
     }
 
     @Test func idleInstancesAreRemovedFromEveryShard() throws {
-        let store = InstanceStore(limit: 1000)
+        let store = InstanceTable(limit: 1000)
         var busy: [String] = []
         for index in 0..<400 {
             let instance = try store.create { FakeInstance(id: $0, lastActivity: index.isMultiple(of: 4) ? 100 : 10) }
@@ -89,7 +89,7 @@ private final class FakeInstance: HostedInstance {
     }
 
     func touch() {}
-    func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt { throw Problem.invalidAction("none taken") }
+    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt { throw HostingError.invalidAction("none taken") }
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }
     func dispose(_ reason: StreamEndReason) {}
 }

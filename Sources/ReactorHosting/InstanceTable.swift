@@ -6,32 +6,32 @@ import Synchronization
 /// The table is split into shards by id, each with its own lock, so requests for different
 /// instances on different threads do not take turns on one lock (ids are random, so instances
 /// spread evenly).
-final class InstanceStore: Sendable {
+package final class InstanceTable: Sendable {
     private typealias Shard = Locked<[InstanceKey: any HostedInstance]>
     private static let shardCount = 64
     private let shards: [Shard]
     /// Live instances plus creations under way, so the limit holds across shards.
     private let reserved = Atomic<Int>(0)
     /// The most instances held at once.
-    let limit: Int
+    package let limit: Int
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = limit
         self.shards = (0..<Self.shardCount).map { _ in Shard([:]) }
     }
 
     /// How many instances are live.
-    var count: Int { reserved.load(ordering: .relaxed) }
+    package var count: Int { reserved.load(ordering: .relaxed) }
 
     private func shard(_ key: InstanceKey) -> Shard {
         shards[Int(truncatingIfNeeded: key.middle) & (Self.shardCount - 1)]
     }
 
-    /// Creates an instance with a fresh id, unless the store is full.
-    func create(_ make: (String) -> any HostedInstance) throws(Problem) -> any HostedInstance {
+    /// Creates an instance with a fresh id, unless the table is full.
+    package func create(_ make: (String) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
         guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
             reserved.wrappingSubtract(1, ordering: .relaxed)
-            throw Problem.tooManyInstances(limit: limit)
+            throw HostingError.tooManyInstances(limit: limit)
         }
         while true {
             let id = InstanceID.make()
@@ -50,18 +50,18 @@ final class InstanceStore: Sendable {
     }
 
     /// The instance with this id, if it is live.
-    func instance(_ id: String) -> (any HostedInstance)? {
+    package func instance(_ id: String) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }
         return instance(key: key)
     }
 
     /// The instance whose id has this key, if it is live.
-    func instance(key: InstanceKey) -> (any HostedInstance)? {
+    package func instance(key: InstanceKey) -> (any HostedInstance)? {
         shard(key).withLock { $0[key] }
     }
 
     /// Removes and returns the instance with this id.
-    func remove(_ id: String) -> (any HostedInstance)? {
+    package func remove(_ id: String) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }
         let removed = shard(key).withLock { $0.removeValue(forKey: key) }
         if removed != nil { reserved.wrappingSubtract(1, ordering: .relaxed) }
@@ -69,7 +69,7 @@ final class InstanceStore: Sendable {
     }
 
     /// Removes and returns the instances idle since before `cutoff` with no open event stream.
-    func removeIdle(before cutoff: UInt64) -> [any HostedInstance] {
+    package func removeIdle(before cutoff: UInt64) -> [any HostedInstance] {
         var idle: [any HostedInstance] = []
         for shard in shards {
             shard.withLock { instances in
@@ -86,7 +86,7 @@ final class InstanceStore: Sendable {
     }
 
     /// Removes and returns every instance.
-    func removeAll() -> [any HostedInstance] {
+    package func removeAll() -> [any HostedInstance] {
         var all: [any HostedInstance] = []
         for shard in shards {
             shard.withLock { instances in

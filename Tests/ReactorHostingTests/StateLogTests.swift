@@ -1,6 +1,7 @@
 import Synchronization
+import TestSupport
 import Testing
-@testable import ReactorHTTP
+@testable import ReactorHosting
 
 /// The ring of published states behind a timeline: what it replays, what it drops, and that
 /// each version becomes one shared object at most.

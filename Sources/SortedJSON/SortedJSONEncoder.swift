@@ -12,11 +12,11 @@
 ///
 /// Values are written as they encode (`JSONStreamEncoder`); one that uses its containers out of
 /// nesting order is encoded again through a tree (`JSONTreeEncoder`), which takes any order.
-enum SortedJSONEncoder {
+public enum SortedJSONEncoder {
     /// Encodes `value` as JSON bytes.
     /// - Throws: `EncodingError.invalidValue` for a non-finite number, nesting deeper than
     ///   Foundation allows, or a top-level value that encodes nothing.
-    static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+    public static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
         let bytes = try JSONStreamEncoder.encode(value) ?? encodeThroughTree(value)
         // The bytes are kept with the state, as long as its instance holds it: no spare room
         // (the writers reserve more than a small state needs).

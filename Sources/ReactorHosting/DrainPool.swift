@@ -6,11 +6,12 @@ import Musl
 import Darwin
 #endif
 import Locking
+import ReactorCore
 import Synchronization
 
 /// Threads that apply reactors' actions, away from the threads that send them.
 ///
-/// A reactor told to ``Reactor/applyActions(on:onStall:)`` a pool never runs `mutate` or
+/// A reactor told to apply its actions on a pool never runs `mutate` or
 /// `reduce` on a sender's thread: `send` queues the action and returns, and one of the pool's
 /// threads applies the queue, one batch per turn, so a busy reactor takes turns with the others.
 ///
@@ -20,12 +21,12 @@ import Synchronization
 /// starts a replacement thread, up to `maximumThreads`, so one reactor's endless `reduce` does
 /// not hold up any other reactor. A stalled thread that comes back retires if the pool has
 /// enough threads without it.
-public final class DrainPool: Sendable {
+public final class DrainPool: ActionExecutor {
     /// How many threads take work while none is stalled.
     public let size: Int
     /// The cap on threads, stalled ones included.
     public let maximumThreads: Int
-    @usableFromInline let core: DrainPoolCore
+    let core: DrainPoolCore
 
     /// Creates and starts a pool.
     /// - Parameters:
@@ -60,20 +61,12 @@ public final class DrainPool: Sendable {
     /// turn returns, if it ever does.
     public func shutdown() { core.shutdown() }
 
-    @inlinable func schedule(_ turn: any DrainPoolTurn) { core.enqueue(turn) }
-}
-
-/// A piece of work a ``DrainPool`` runs: one reactor's turn at applying its queue.
-@usableFromInline protocol DrainPoolTurn: AnyObject, Sendable {
-    /// Does the work; may schedule itself again before returning.
-    func run()
-    /// The turn has run for longer than the stall timeout (`true`), or came back after that (`false`).
-    /// Called with the pool's lock held: must not call back into the pool.
-    func setStalled(_ stalled: Bool)
+    /// Queues `turn` for the pool's threads.
+    @usableFromInline package func schedule(_ turn: any ExecutorTurn) { core.enqueue(turn) }
 }
 
 /// The pool's queue, threads and watchdog.
-@usableFromInline final class DrainPoolCore: @unchecked Sendable {
+final class DrainPoolCore: @unchecked Sendable {
     // `@unchecked Sendable`: `state` is read and written only between `pthread_mutex_lock(mutex)`
     // and `pthread_mutex_unlock(mutex)` (see `withLock` and the worker loop, which waits on
     // `workAvailable` with the mutex, as `pthread_cond_wait` requires); `queued` is atomic;
@@ -98,7 +91,7 @@ public final class DrainPool: Sendable {
     let lingerYields = 16
 
     struct PoolState {
-        var queue: [(any DrainPoolTurn)?] = []
+        var queue: [(any ExecutorTurn)?] = []
         var head = 0
         var idle = 0
         var workers: [Worker] = []
@@ -107,7 +100,7 @@ public final class DrainPool: Sendable {
 
     /// One thread's record, read by the watchdog.
     final class Worker {
-        @exclusivity(unchecked) var turn: (any DrainPoolTurn)?
+        @exclusivity(unchecked) var turn: (any ExecutorTurn)?
         /// Counts turns started, so the watchdog can tell a new turn from the same one.
         @exclusivity(unchecked) var turnsStarted: UInt64 = 0
         @exclusivity(unchecked) var turnsSeen: UInt64 = 0
@@ -165,7 +158,7 @@ public final class DrainPool: Sendable {
         startThread { [self] in work(record) }
     }
 
-    @usableFromInline func enqueue(_ turn: any DrainPoolTurn) {
+    func enqueue(_ turn: any ExecutorTurn) {
         pthread_mutex_lock(mutex)
         state.queue.append(turn)
         queued.add(1, ordering: .relaxed)
@@ -181,7 +174,7 @@ public final class DrainPool: Sendable {
     }
 
     /// With the lock held: the next queued turn, if any.
-    func dequeue() -> (any DrainPoolTurn)? {
+    func dequeue() -> (any ExecutorTurn)? {
         guard state.head < state.queue.count else { return nil }
         let turn = state.queue[state.head]
         state.queue[state.head] = nil

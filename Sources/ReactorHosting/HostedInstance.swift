@@ -2,34 +2,40 @@ import Logging
 import ReactorCore
 import Synchronization
 
-/// What every hosted instance shares with its service: one object, built with the service and
+/// What every hosted instance shares with its host: one object, built with the host and
 /// referenced by each instance, so an instance holds one reference rather than a copy of it all.
-final class InstanceContext: Sendable {
+package final class InstanceContext: Sendable {
     /// Monotonic nanoseconds, for idle expiry.
     let now: @Sendable () -> UInt64
     let historyCapacity: Int
     let subscriberLimit: Int
-    let metrics: ServiceMetrics
     let logger: Logger
     /// Where instances' actions are applied; `nil`: on the thread that sends them.
     let drainPool: DrainPool?
     /// How long a call into the reactor may run before the instance counts as stalled.
     let stallTimeout: Duration
+    /// Told when an instance stalls (`true`) or returns (`false`).
+    let stallChanged: @Sendable (Bool) -> Void
+    /// Told of every mutation error, after it is logged (to send it to the instance's streams).
+    let mutationFailed: @Sendable (_ timeline: StateTimeline, _ failure: MutationFailure) -> Void
 
-    init(now: @escaping @Sendable () -> UInt64, historyCapacity: Int, subscriberLimit: Int,
-         metrics: ServiceMetrics, logger: Logger, drainPool: DrainPool?, stallTimeout: Duration) {
+    package init(now: @escaping @Sendable () -> UInt64, historyCapacity: Int, subscriberLimit: Int,
+                 logger: Logger, drainPool: DrainPool?, stallTimeout: Duration,
+                 stallChanged: @escaping @Sendable (Bool) -> Void,
+                 mutationFailed: @escaping @Sendable (_ timeline: StateTimeline, _ failure: MutationFailure) -> Void) {
         self.now = now
         self.historyCapacity = historyCapacity
         self.subscriberLimit = subscriberLimit
-        self.metrics = metrics
         self.logger = logger
         self.drainPool = drainPool
         self.stallTimeout = stallTimeout
+        self.stallChanged = stallChanged
+        self.mutationFailed = mutationFailed
     }
 }
 
-/// A reactor instance as the HTTP layer sees it: JSON in, versioned JSON states out.
-protocol HostedInstance: AnyObject, Sendable {
+/// A hosted reactor instance: JSON actions in, versioned JSON states out.
+package protocol HostedInstance: AnyObject, Sendable {
     /// The instance's unguessable id.
     var id: String { get }
     /// The registered type name.
@@ -41,7 +47,7 @@ protocol HostedInstance: AnyObject, Sendable {
     /// Records activity now.
     func touch()
     /// Decodes and sends one action without waiting for it.
-    func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt
+    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt
     /// Calls `body` once every mutation of the action has been reduced.
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
     /// Cancels the instance's work and ends its streams.
@@ -57,9 +63,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     private let reactor: R
     private let rawValueDecoder = RawValueDecoder(R.Action.self)
     private let context: InstanceContext
-    let timeline: StateTimeline
-    let id: String
-    let typeName: String
+    package let timeline: StateTimeline
+    package let id: String
+    package let typeName: String
 
     init(id: String, typeName: String, reactor: R, context: InstanceContext) {
         self.id = id
@@ -73,17 +79,18 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             subscriberLimit: context.subscriberLimit
         )
         self.timeline = timeline
-        // The closures below reach the metrics and the logger through the shared context: a
-        // closure capturing a `Logger` holds its own copy of it (about 25 bytes of RSS per instance).
+        // The closures below reach the logger through the shared context: a closure capturing
+        // a `Logger` holds its own copy of it (about 25 bytes of RSS per instance).
         let instanceID = id
         if let pool = context.drainPool {
             reactor.applyActions(on: pool) { stalled in
-                context.metrics.instanceStalled(stalled)
+                context.stallChanged(stalled)
+                let label = InstanceID.logLabel(instanceID)
                 if stalled {
                     context.logger.error("instance stalled: mutate, reduce or a transform has not returned; new actions are refused until it does",
-                                         metadata: ["instance": "\(instanceID)", "type": "\(typeName)", "after": "\(context.stallTimeout)"])
+                                         metadata: ["instance": "\(label)", "type": "\(typeName)", "after": "\(context.stallTimeout)"])
                 } else {
-                    context.logger.notice("stalled instance returned; it takes actions again", metadata: ["instance": "\(instanceID)"])
+                    context.logger.notice("stalled instance returned; it takes actions again", metadata: ["instance": "\(label)"])
                 }
             }
         }
@@ -94,19 +101,18 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             publisher.publish(state, version: version)
         }
         reactor.observeErrorsUntilDisposed { failure in
-            context.metrics.mutationFailed()
             context.logger.warning("mutation failed", metadata: [
-                "instance": "\(instanceID)",
+                "instance": "\(InstanceID.logLabel(instanceID))",
                 "action": "\(failure.actionSequence.map(String.init) ?? "-")",
                 "error": "\(failure.errorType): \(failure.message)",
             ])
-            timeline.broadcast(event: ServerSentEvents.event("error", json: Self.problemJSON(for: failure)))
+            context.mutationFailed(timeline, failure)
         }
     }
 
-    var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
+    package var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
 
-    func touch() {
+    package func touch() {
         // Stored only when it moved by a millisecond or more: instances expire after seconds,
         // and a store on every request would bounce the cache line between worker threads.
         let now = context.now()
@@ -115,33 +121,22 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    func send(actionJSON: [UInt8]) throws(Problem) -> ActionReceipt {
+    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt {
         let action = try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
         guard let receipt = reactor.sendUnlessStalled(action) else {
             let (seconds, attoseconds) = context.stallTimeout.components
-            throw Problem.instanceStalled(id, retryAfter: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
+            throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
         return receipt
     }
 
-    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+    package func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
         reactor.whenSettled(receipt, body)
     }
 
-    func dispose(_ reason: StreamEndReason) {
+    package func dispose(_ reason: StreamEndReason) {
         // Disposing the reactor also lets go of its observers.
         reactor.dispose()
         timeline.end(reason)
-    }
-
-    /// A mutation error as problem JSON for an `event: error`.
-    static func problemJSON(for failure: MutationFailure) -> [UInt8] {
-        var object = JSONObjectWriter()
-        if let sequence = failure.actionSequence { object.add("action", raw: String(sequence)) }
-        object.add("detail", string: failure.message)
-        object.add("errorType", string: failure.errorType)
-        object.add("title", string: "Mutation failed")
-        object.add("type", string: Problem.typePrefix + "mutation-failed")
-        return object.finish()
     }
 }

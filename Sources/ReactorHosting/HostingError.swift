@@ -1,0 +1,17 @@
+/// Why the hosting layer refused a request. The HTTP layer turns each into its answer.
+package enum HostingError: Error, Sendable, Equatable {
+    /// The action's JSON could not be decoded; the detail names what was wrong.
+    case invalidAction(String)
+    /// The table holds its limit of instances.
+    case tooManyInstances(limit: Int)
+    /// The instance holds its limit of subscribers.
+    case tooManySubscribers(limit: Int)
+    /// The instance has ended (deleted, expired, or the server is stopping).
+    case instanceEnded
+    /// The instance is inside user code that has not returned within the stall timeout; a retry
+    /// after `retryAfterSeconds` may succeed.
+    case instanceStalled(retryAfterSeconds: Int)
+    /// The session store could not take the write (full disk, lost connection); nothing was
+    /// acknowledged. The detail names the store's error.
+    case storeUnavailable(String)
+}

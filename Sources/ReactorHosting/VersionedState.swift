@@ -1,0 +1,64 @@
+import Locking
+
+/// One published state of an instance with its version, encoded to JSON lazily — at most once,
+/// by whichever subscriber or request needs it first — and then shared by all of them.
+package protocol VersionedState: AnyObject, Sendable {
+    /// The state's version on its instance's stream: 0 for the initial state, then +1 per state.
+    var version: UInt64 { get }
+    /// The state as sorted-key JSON.
+    var json: [UInt8] { get }
+    /// The state framed for the wire by `frame` (a server-sent event, say), built by the first
+    /// reader and shared by every later one. A process frames states one way only, so every
+    /// reader passes the same `frame`.
+    func framed(by frame: (_ version: UInt64, _ json: [UInt8]) -> [UInt8]) -> [UInt8]
+}
+
+/// A `VersionedState` over a concrete state type.
+final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
+    package let version: UInt64
+    private let state: State
+    /// Set once, by the first reader that needs the JSON (a `GET`, a stream, a replay); until
+    /// then the object is its only allocation.
+    private let encoded = SetOnceReference<EncodedState>()
+
+    init(version: UInt64, state: State) {
+        self.version = version
+        self.state = state
+    }
+
+    package var json: [UInt8] { bytes.json }
+
+    package func framed(by frame: (_ version: UInt64, _ json: [UInt8]) -> [UInt8]) -> [UInt8] {
+        let bytes = self.bytes
+        if let framed = bytes.framed.load() { return framed.bytes }
+        return bytes.framed.storeIfNil(FramedBytes(frame(version, bytes.json))).bytes
+    }
+
+    private var bytes: EncodedState {
+        if let bytes = encoded.load() { return bytes }
+        // Two racing first readers may both encode; the first to store wins, so every reader
+        // sees the same bytes.
+        return encoded.storeIfNil(EncodedState(json: JSONCoding.encodeState(state)))
+    }
+}
+
+/// A state's JSON and, once a reader framed it, its wire form. Not nested in the generic
+/// `EncodedOnDemand`, so releasing a state needs no generic metadata lookup.
+final class EncodedState: Sendable {
+    let json: [UInt8]
+    /// Set once, by the first reader that frames the state.
+    let framed = SetOnceReference<FramedBytes>()
+
+    init(json: [UInt8]) {
+        self.json = json
+    }
+}
+
+/// A state's bytes as framed for the wire.
+final class FramedBytes: Sendable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+}
