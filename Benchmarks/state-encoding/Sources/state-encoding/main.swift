@@ -1,8 +1,9 @@
 import Foundation
+import SortedJSON
 
 // Time to encode a state: the service's SortedJSONEncoder against Foundation's JSONEncoder with
 // the options the service used before (sorted keys, slashes unescaped), side by side in one
-// process, rounds alternated. Built by ./run from the encoder's own source files.
+// process, rounds alternated. Built by ./run against the SortedJSON target.
 
 /// The counter example's state, as it encodes (a Pulse is `{"count":…,"value":…}`).
 struct CounterState: Encodable {
