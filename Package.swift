@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ReactorTesting", targets: ["ReactorTesting"]),
         .library(name: "SortedJSON", targets: ["SortedJSON"]),
         .library(name: "ReactorHosting", targets: ["ReactorHosting"]),
+        .library(name: "ReactorStoreSQLite", targets: ["ReactorStoreSQLite"]),
         .library(name: "MicroHTTP", targets: ["MicroHTTP"]),
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
@@ -55,6 +56,11 @@ let package = Package(
             ]
         ),
 
+        // SQLite, from Debian's libsqlite3-dev.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // The embedded session store: a SQLite file in WAL mode, through SQLite's C API.
+        .target(name: "ReactorStoreSQLite", dependencies: ["ReactorHosting", "CSQLite", "Locking"]),
+
         // libmicrohttpd, from Debian's libmicrohttpd-dev.
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -87,6 +93,7 @@ let package = Package(
             dependencies: [
                 "ReactorHTTP",
                 "ReactorHosting",
+                "ReactorStoreSQLite",
                 "ReactorExamples",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -108,6 +115,10 @@ let package = Package(
         .testTarget(
             name: "ReactorHostingTests",
             dependencies: ["ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport"]
+        ),
+        .testTarget(
+            name: "ReactorStoreSQLiteTests",
+            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON"]
         ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(

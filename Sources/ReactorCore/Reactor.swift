@@ -75,6 +75,14 @@ public protocol Reactor: AnyObject, Sendable {
     /// Called once after ``dispose()`` has cancelled the reactor's work (for example to leave a
     /// shared store). Default: nothing.
     func didDispose()
+
+    /// What to do about actions a crash cut off mid-flight, when a durable host brings the
+    /// reactor back: some of their mutations were reduced and kept, the rest were lost with the
+    /// process. Called once, after ``currentState`` holds the recovered state, with those actions
+    /// in the order they were sent; the mutations it returns are applied like an action's.
+    /// Such actions are never run again by themselves, and the host reports each one (an error
+    /// naming its sequence number) whatever this returns. Default: nothing.
+    func recover(interrupted actions: [Action]) -> Mutations<Mutation>
 }
 
 extension Reactor where Mutation == Action {
@@ -91,4 +99,6 @@ extension Reactor {
     public func transform(state: Flow<State>) -> Flow<State> { state }
     /// Nothing.
     public func didDispose() {}
+    /// Nothing: the interrupted actions are only reported.
+    public func recover(interrupted actions: [Action]) -> Mutations<Mutation> { .empty }
 }

@@ -14,6 +14,9 @@ extension ReactorRuntime {
         @usableFromInline let transformsStates: Bool
         /// The highest action sequence applied since the lock last heard of it.
         @usableFromInline @exclusivity(unchecked) var processedThrough: UInt64 = 0
+        /// The highest action sequence whose `mutate` has been called: every state published
+        /// from now on may carry effects of actions up to it, and of none after it.
+        @usableFromInline @exclusivity(unchecked) var startedThrough: UInt64 = 0
         /// The observers as of the last `sync`; none once a drain is done.
         @usableFromInline @exclusivity(unchecked) var observers: [(id: UInt64, observer: StateObserver)] = []
         /// The work being applied, when a batch holds more than one item; reused between
@@ -174,6 +177,7 @@ extension ReactorRuntime {
 
         /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
         @inlinable func applyAction(_ action: R.Action, sequence: UInt64, entry: Int) {
+            engine.startedThrough = sequence
             if let action = engine.actionFlow.apply(action, from: entry) {
                 if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
                     runtime.spawn(rest, sequence: sequence, reactor: reactor)

@@ -89,25 +89,53 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// waits at the ``StartGate`` until the engine is there. (A reactor whose `initialState` or
     /// `transform` builders use the same reactor waits on itself, as it would on a lock.)
     @usableFromInline func start(_ reactor: R) {
+        _ = start(reactor, restoring: nil)
+    }
+
+    /// Where a restored reactor resumes: its published state and version, and the last action
+    /// sequence it had started.
+    @usableFromInline struct Restored {
+        @usableFromInline let state: R.State
+        @usableFromInline let version: UInt64
+        @usableFromInline let sequence: UInt64
+    }
+
+    /// Starts the runtime, from `restored` when given; false when it had started already.
+    @usableFromInline func start(_ reactor: R, restoring restored: Restored?) -> Bool {
         let (claimed, _) = startPhase.compareExchange(
             expected: StartPhase.notStarted, desired: StartPhase.starting, ordering: .acquiring)
         guard claimed else {
             StartGate.shared.wait { startPhase.load(ordering: .acquiring) == StartPhase.started }
-            return
+            return false
         }
         let engine = Engine(
-            state: reactor.initialState,
+            state: restored?.state ?? reactor.initialState,
             actionFlow: reactor.transform(action: .identity).compiled(),
             mutationFlow: reactor.transform(mutation: .identity).compiled(),
             stateFlow: reactor.transform(state: .identity).compiled()
         )
-        let initial = StateUpdate(version: 0, state: engine.stateFlow.apply(engine.state) ?? engine.state)
+        let initial: StateUpdate<R.State>
+        if let restored {
+            // The stored state was published, so `transform(state:)` has already been applied.
+            initial = StateUpdate(version: restored.version, state: restored.state)
+            engine.processedThrough = restored.sequence
+            engine.startedThrough = restored.sequence
+        } else {
+            initial = StateUpdate(version: 0, state: engine.stateFlow.apply(engine.state) ?? engine.state)
+        }
         engine.latest = initial
         self.engine = engine
-        shared.withLock { $0.current = initial }
+        shared.withLock { shared in
+            shared.current = initial
+            if let restored {
+                shared.nextSequence = restored.sequence
+                shared.processedThrough = restored.sequence
+            }
+        }
         startPhase.store(StartPhase.started, ordering: .releasing)
         StartGate.shared.broadcast()
         startSources(of: engine, reactor: reactor)
+        return true
     }
 
     @usableFromInline func startSources(of engine: Engine, reactor: R) {
@@ -433,6 +461,32 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         if let failure { report(failure) }
         for callback in callbacks { callback() }
     }
+
+    // MARK: - Restoring
+
+    /// Starts the reactor from a stored state instead of `initialState`: `state` (as published,
+    /// after `transform(state:)`) at `version`, with the next action numbered `sequence + 1`.
+    /// Returns false, changing nothing, when the reactor had already started.
+    package func restore(_ reactor: R, state: R.State, version: UInt64, sequence: UInt64) -> Bool {
+        start(reactor, restoring: Restored(state: state, version: version, sequence: sequence))
+    }
+
+    /// Applies mutations that belong to no action (a recovery hook's), as an action's would be.
+    package func apply(_ mutations: Mutations<R.Mutation>, reactor: R) {
+        ensureStarted(reactor)
+        spawn(mutations, sequence: nil, reactor: reactor)
+    }
+
+    /// Whether any action's mutations are still running or queued (actions sent and not yet
+    /// settled); global streams merged by the transforms do not count.
+    package var hasActionsInFlight: Bool {
+        shared.withLock { !$0.unsettled.isEmpty || !$0.pending.isEmpty || $0.isDraining || $0.processedThrough < $0.nextSequence }
+    }
+
+    /// The highest action sequence whose `mutate` has been called. Read it only from a state
+    /// observer (which runs on the thread applying actions): there it tells which actions may
+    /// have contributed to the state being observed.
+    package var startedThroughForObserver: UInt64 { engine?.startedThrough ?? 0 }
 
     // MARK: - Dispose and stub
 

@@ -33,7 +33,9 @@ public final class ReactorServer: Sendable {
         self.service = service
         self.logger = logger
         self.http = HTTPServer(configuration: httpConfiguration) { request in router.handle(request) }
-        self.expiryPeriod = min(max(configuration.idleTimeout / 4, .milliseconds(10)), .seconds(30))
+        let shortest = configuration.store == nil ? configuration.idleTimeout
+            : min(configuration.idleTimeout, configuration.passivateAfter)
+        self.expiryPeriod = min(max(shortest / 4, .milliseconds(10)), .seconds(30))
     }
 
     /// Starts listening and expiring idle instances.
@@ -42,9 +44,13 @@ public final class ReactorServer: Sendable {
         let service = self.service
         let period = expiryPeriod
         let sweeper = Task.detached(priority: .utility) {
+            var sweeps = 0
             while !Task.isCancelled {
                 do { try await Task.sleep(for: period) } catch { return }
                 service.expireIdleInstances()
+                // Stored sessions expire on a slower beat: a look through the store's index.
+                sweeps += 1
+                if sweeps % 8 == 0 { service.expireStoredSessions() }
             }
         }
         expiry.withLock { $0 = sweeper }

@@ -13,18 +13,15 @@ public final class ReactorService: Sendable {
     /// The limits and behaviour in force.
     public let configuration: ReactorServiceConfiguration
     let registry: ReactorRegistry
-    let table: InstanceTable
+    /// The instances, their lifecycle and their store.
+    let host: ReactorHost
+    var table: InstanceTable { host.table }
     let metrics = ServiceMetrics()
     let logger: Logger
     /// Whether each request is logged (at `debug`): decided once, from the logger's level when
     /// the service is made. Asking the logger on every request cost about 170 instructions
     /// (its handler is copied out of a shared box, with an exclusivity check).
     private let logsEachRequest: Bool
-    /// The threads that apply every instance's actions, apart from the HTTP threads; `nil`
-    /// when actions are applied on the HTTP threads.
-    let drainPool: DrainPool?
-    /// What every instance shares with the service.
-    private let instanceContext: InstanceContext
     private let openStreams = Atomic<Int>(0)
     private let requestCount = Atomic<UInt64>(0)
     private let typesJSON: [UInt8]
@@ -37,20 +34,25 @@ public final class ReactorService: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.logsEachRequest = logger.logLevel <= .debug
-        self.table = InstanceTable(limit: configuration.maxInstances)
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
-        self.drainPool = configuration.reactorThreads > 0
-            ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
+        var hosting = HostingConfiguration()
+        hosting.maxInstances = configuration.maxInstances
+        hosting.historyCapacity = configuration.historyCapacity
+        hosting.subscriberLimit = configuration.maxStreamsPerInstance
+        hosting.idleTimeout = configuration.idleTimeout
+        hosting.passivateAfter = configuration.passivateAfter
+        hosting.reactorThreads = configuration.reactorThreads
+        hosting.stallTimeout = configuration.stallTimeout
+        hosting.store = configuration.store
+        hosting.durability = configuration.durability
+        hosting.now = configuration.now
+        hosting.wallClock = configuration.wallClock
         let metrics = self.metrics
-        self.instanceContext = InstanceContext(
-            now: configuration.now, historyCapacity: configuration.historyCapacity,
-            subscriberLimit: configuration.maxStreamsPerInstance, logger: logger,
-            drainPool: drainPool, stallTimeout: configuration.stallTimeout,
+        self.host = ReactorHost(
+            registry: registry, configuration: hosting, logger: logger,
+            errorEvent: { ServerSentEvents.event("error", json: Problem.mutationFailedJSON($0)) },
             stallChanged: { metrics.instanceStalled($0) },
-            mutationFailed: { timeline, failure in
-                metrics.mutationFailed()
-                timeline.broadcast(event: ServerSentEvents.event("error", json: Problem.mutationFailedJSON(failure)))
-            })
+            mutationFailed: { metrics.mutationFailed() })
         var types: [UInt8] = Array(#"{"types":["#.utf8)
         for (index, type) in registry.allTypes.enumerated() {
             if index > 0 { types.append(UInt8(ascii: ",")) }
@@ -76,9 +78,9 @@ public final class ReactorService: Sendable {
         add(&router, .GET, "/types") { _, _ in
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: self.typesJSON))
         }
-        add(&router, .POST, "/reactors") { request, _ in .now(try self.createInstance(request)) }
+        add(&router, .POST, "/reactors") { request, scope in try self.createInstance(request, scope) }
         add(&router, .GET, "/reactors/{id}") { request, _ in .now(try self.readInstance(request)) }
-        add(&router, .DELETE, "/reactors/{id}") { request, _ in .now(try self.deleteInstance(request)) }
+        add(&router, .DELETE, "/reactors/{id}") { request, scope in try self.deleteInstance(request, scope) }
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
         add(&router, .GET, "/reactors/{id}/events") { request, _ in .now(try self.openEvents(request)) }
         add(&router, .GET, "/healthz") { _, _ in
@@ -108,34 +110,38 @@ public final class ReactorService: Sendable {
         return router
     }
 
-    /// Disposes instances idle for longer than the idle timeout with no open event stream.
+    /// Disposes instances idle for longer than the idle timeout with no open event stream
+    /// (deleting them from the store too), and takes those idle past the passivation time out
+    /// of memory (they stay in the store).
     /// - Returns: how many were disposed.
     @discardableResult
     public func expireIdleInstances() -> Int {
-        let now = configuration.now()
-        let timeout = configuration.idleTimeout.nanoseconds
-        let cutoff = now > timeout ? now - timeout : 0
-        let expired = table.removeIdle(before: cutoff)
+        let expired = host.expireIdle()
         for instance in expired {
-            instance.dispose(.expired)
             logger.info("instance expired", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(instance.typeName)"])
         }
-        if !expired.isEmpty { metrics.instanceCount(table.count) }
+        let passivated = host.passivateIdle()
+        if passivated > 0 { logger.debug("instances left memory", metadata: ["count": "\(passivated)"]) }
+        if !expired.isEmpty || passivated > 0 { metrics.instanceCount(table.count) }
         return expired.count
     }
+
+    /// Deletes stored sessions idle past the idle timeout that are not in memory.
+    /// - Returns: how many were deleted.
+    @discardableResult
+    public func expireStoredSessions() -> Int { host.expireStoredSessions() }
 
     /// Waits until every action queued so far is applied (stalled instances aside), or
     /// `timeout` passed.
     public func finishQueuedActions(within timeout: Duration) {
-        drainPool?.waitUntilIdle(timeout: timeout)
+        host.finishQueuedActions(within: timeout)
     }
 
-    /// Disposes every instance, ending their streams, and lets the threads applying actions
-    /// end; used when the server stops.
+    /// Disposes every instance, ending their streams, commits what the store has queued, and
+    /// lets the threads applying actions end; used when the server stops.
     public func disposeAllInstances() {
-        for instance in table.removeAll() { instance.dispose(.shutdown) }
+        host.shutdown()
         metrics.instanceCount(0)
-        drainPool?.shutdown()
     }
 
     /// Builds replies to errors the HTTP server finds itself (body or headers too large …).
@@ -145,20 +151,22 @@ public final class ReactorService: Sendable {
 
     // MARK: - Routes
 
-    private func createInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    private func createInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
         try requireJSON(request)
         let body = try JSONCoding.decodeBody(CreateInstanceRequest.self, from: request.body)
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
-        let instance = try Problem.rethrowing { () throws(HostingError) in try table.create { id in type.host(id, instanceContext) } }
+        let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
-        // Not kept with the state: most instances are never read at their first version.
-        let state = instance.timeline.latest
-        var headers = Self.snapshotHeaders(etag: Self.etag(state.version))
-        headers["Location"] = "/reactors/\(instance.id)"
-        return HTTPResponse(status: 201, headers: headers, body: Self.snapshotBody(instance, state))
+        return Self.reply(after: ticket, scope) {
+            // Not kept with the state: most instances are never read at their first version.
+            let state = instance.timeline.latest
+            var headers = Self.snapshotHeaders(etag: Self.etag(state.version))
+            headers["Location"] = "/reactors/\(instance.id)"
+            return HTTPResponse(status: 201, headers: headers, body: Self.snapshotBody(instance, state))
+        }
     }
 
     private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
@@ -172,24 +180,27 @@ public final class ReactorService: Sendable {
         return HTTPResponse(snapshot.response)
     }
 
-    private func deleteInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
         let id = request.pathParameters["id"] ?? ""
-        guard let instance = table.remove(id) else { throw Problem.noSuchInstance(id) }
-        instance.dispose(.deleted)
+        guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
+            throw Problem.noSuchInstance(id)
+        }
         metrics.instanceCount(table.count)
         logger.info("instance deleted", metadata: ["instance": "\(InstanceID.logLabel(id))"])
-        return HTTPResponse(status: 204)
+        return Self.reply(after: ticket, scope) { HTTPResponse(status: 204) }
     }
 
     private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
         let instance = try self.instance(for: request)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
-        let receipt = try Problem.rethrowing { () throws(HostingError) in try instance.send(actionJSON: request.body) }
+        let (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in try instance.send(actionJSON: request.body) }
         instance.touch()
         metrics.actionAccepted()
         guard wait else {
-            return .now(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+            return Self.reply(after: ticket, scope) {
+                HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
+            }
         }
         let timeout = configuration.waitTimeout
         return .deferred(HTTPResponse.deferred { responder in
@@ -197,10 +208,22 @@ public final class ReactorService: Sendable {
             instance.whenSettled(receipt) {
                 reply.send(HTTPResponse(Self.snapshot(instance).response))
             }
-            // Whichever comes first answers; the later one is ignored.
+            // Whichever comes first answers; the later one is ignored. The 202 still waits for
+            // the action's commit.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
-                reply.send(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+                let accepted = HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
+                if let ticket { ticket.whenCommitted { reply.send(accepted) } } else { reply.send(accepted) }
             }
+        })
+    }
+
+    /// `make`'s response now, or once `ticket`'s write is committed.
+    private static func reply(after ticket: CommitTicket?, _ scope: RequestScope,
+                              _ make: @escaping @Sendable () -> HTTPResponse) -> RouteReply {
+        guard let ticket else { return .now(make()) }
+        return .deferred(HTTPResponse.deferred { responder in
+            let reply = ReplyOnce(responder: responder, scope: scope)
+            ticket.whenCommitted { reply.send(make()) }
         })
     }
 
@@ -242,17 +265,14 @@ public final class ReactorService: Sendable {
     private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
         // An id as it is always sent (its alphabet needs no escapes) is looked up from the path's
         // own bytes; anything else is decoded first. Either way it is looked up once.
-        var found: (any HostedInstance)?
-        var isPlainID = false
-        request.pathParameters.withRawValue(of: "id") { raw in
-            guard let key = InstanceKey(utf8: raw) else { return }
-            isPlainID = true
-            found = table.instance(key: key)
-        }
-        if let found { return found }
+        var key: InstanceKey?
+        request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
+        if let key, let live = table.instance(key: key) { return live }
         let id = request.pathParameters["id"] ?? ""
-        if !isPlainID, let instance = table.instance(id) { return instance }
-        throw Problem.noSuchInstance(id)
+        // Not in memory: the store may hold it (activated here), or nothing does.
+        let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
+        guard let found else { throw Problem.noSuchInstance(id) }
+        return found
     }
 
     private func requireJSON(_ request: HTTPRequest) throws(Problem) {

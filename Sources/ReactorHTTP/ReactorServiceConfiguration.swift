@@ -1,5 +1,6 @@
-import ReactorHosting
 import Dispatch
+import Foundation
+import ReactorHosting
 import MicroHTTP
 
 /// Limits and behaviour of a reactor service. Every field has a flag and an environment
@@ -35,19 +36,19 @@ public struct ReactorServiceConfiguration: Sendable {
     /// counts as stalled: its thread is replaced, and the instance answers 503 to new actions
     /// until the call returns.
     public var stallTimeout: Duration = .seconds(1)
+    /// Where sessions are kept; `nil` keeps them in memory only, lost with the process.
+    public var store: (any SessionStore)?
+    /// When an action counts as accepted and a state as shown: after its commit (`sync`), or at
+    /// once with commits every flush interval (`async`).
+    public var durability: Durability = .sync
+    /// With a store: an instance untouched this long with no open stream and no action in flight
+    /// leaves memory; its next request brings it back from the store.
+    public var passivateAfter: Duration = .seconds(60)
+    /// Milliseconds since 1970, kept as a session's last activity; replaceable in tests.
+    public var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.
     public var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
     /// The defaults described on each field.
     public init() {}
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (saturating).
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
-    }
 }

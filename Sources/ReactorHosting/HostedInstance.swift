@@ -1,3 +1,5 @@
+import Foundation
+import Locking
 import Logging
 import ReactorCore
 import Synchronization
@@ -7,6 +9,8 @@ import Synchronization
 package final class InstanceContext: Sendable {
     /// Monotonic nanoseconds, for idle expiry.
     let now: @Sendable () -> UInt64
+    /// Milliseconds since 1970, for the last activity kept in the store.
+    let wallClock: @Sendable () -> Int64
     let historyCapacity: Int
     let subscriberLimit: Int
     let logger: Logger
@@ -14,23 +18,59 @@ package final class InstanceContext: Sendable {
     let drainPool: DrainPool?
     /// How long a call into the reactor may run before the instance counts as stalled.
     let stallTimeout: Duration
+    /// Where instances are kept; `nil`: in memory only.
+    let committer: GroupCommitter?
     /// Told when an instance stalls (`true`) or returns (`false`).
     let stallChanged: @Sendable (Bool) -> Void
-    /// Told of every mutation error, after it is logged (to send it to the instance's streams).
-    let mutationFailed: @Sendable (_ timeline: StateTimeline, _ failure: MutationFailure) -> Void
+    /// Frames a mutation error as an event for the instance's streams.
+    let errorEvent: @Sendable (MutationFailure) -> [UInt8]
+    /// Told of every mutation error.
+    let mutationFailed: @Sendable () -> Void
 
-    package init(now: @escaping @Sendable () -> UInt64, historyCapacity: Int, subscriberLimit: Int,
-                 logger: Logger, drainPool: DrainPool?, stallTimeout: Duration,
+    package init(now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
+                 historyCapacity: Int, subscriberLimit: Int, logger: Logger, drainPool: DrainPool?,
+                 stallTimeout: Duration, committer: GroupCommitter?,
                  stallChanged: @escaping @Sendable (Bool) -> Void,
-                 mutationFailed: @escaping @Sendable (_ timeline: StateTimeline, _ failure: MutationFailure) -> Void) {
+                 errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
+                 mutationFailed: @escaping @Sendable () -> Void) {
         self.now = now
+        self.wallClock = wallClock
         self.historyCapacity = historyCapacity
         self.subscriberLimit = subscriberLimit
         self.logger = logger
         self.drainPool = drainPool
         self.stallTimeout = stallTimeout
+        self.committer = committer
         self.stallChanged = stallChanged
+        self.errorEvent = errorEvent
         self.mutationFailed = mutationFailed
+    }
+}
+
+/// A promise that a write reached the session store: what a reply that must not go out before
+/// the commit waits on.
+package final class CommitTicket: Sendable {
+    private let state = Locked<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
+
+    package init() {}
+
+    /// Runs `body` once the write is committed (at once if it is).
+    package func whenCommitted(_ body: @escaping @Sendable () -> Void) {
+        let done = state.withLock { state -> Bool in
+            if !state.done { state.waiters.append(body) }
+            return state.done
+        }
+        if done { body() }
+    }
+
+    /// Marks the write committed and runs the waiters.
+    func complete() {
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter() }
     }
 }
 
@@ -44,18 +84,25 @@ package protocol HostedInstance: AnyObject, Sendable {
     var timeline: StateTimeline { get }
     /// Monotonic nanoseconds of the last request that touched the instance.
     var lastActivity: UInt64 { get }
+    /// Whether actions are queued or running (the instance must stay in memory).
+    var isBusy: Bool { get }
     /// Records activity now.
     func touch()
-    /// Decodes and sends one action without waiting for it.
-    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt
-    /// Calls `body` once every mutation of the action has been reduced.
+    /// Decodes and sends one action without waiting for it. With a store in ``Durability/sync``
+    /// the ticket tells when the action is committed, which is when it may be acknowledged;
+    /// `nil` means at once.
+    func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?)
+    /// Calls `body` once every mutation of the action has been reduced and the states it
+    /// produced are published (committed first, with a store in ``Durability/sync``).
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
-    /// Cancels the instance's work and ends its streams.
-    func dispose(_ reason: StreamEndReason)
+    /// Cancels the instance's work and ends its streams (`nil`: without an end event, when
+    /// the instance only leaves memory).
+    func dispose(_ reason: StreamEndReason?)
 }
 
 /// Hosts one reactor: forwards decoded actions to it and mirrors its states and errors into a
-/// `StateTimeline` that event streams and `GET` read.
+/// `StateTimeline` that event streams and `GET` read. With a session store, it writes every
+/// accepted action and published state there (see ``GroupCommitter``).
 final class HostedReactor<R: Reactor>: HostedInstance {
     // Stored in this order so that what every action and read uses comes first, on as few
     // cache lines as possible (with many instances, most are cold when a request arrives).
@@ -67,14 +114,23 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package let id: String
     package let typeName: String
 
-    init(id: String, typeName: String, reactor: R, context: InstanceContext) {
+    /// A new instance, or one brought back from `restored` (its stored session), whose
+    /// unstarted actions are sent again and whose interrupted ones go to the recovery hook.
+    init(id: String, typeName: String, reactor: R, context: InstanceContext, restored: Restoration<R>? = nil) {
         self.id = id
         self.typeName = typeName
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())
+        if let restored {
+            _ = reactor.runtime.restore(reactor, state: restored.state, version: restored.stored.version,
+                                        sequence: restored.stored.startedThrough)
+        }
         let (timeline, publisher) = StateTimeline.make(
-            initial: reactor.currentState,
+            restoring: reactor.currentState,
+            version: restored?.stored.version ?? 0,
+            json: restored?.stored.state,
+            history: restored.map { Array($0.stored.history.dropLast()) } ?? [],
             historyCapacity: context.historyCapacity,
             subscriberLimit: context.subscriberLimit
         )
@@ -97,8 +153,23 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // Both observers stay until the reactor is disposed (`dispose` below), so they are
         // registered without tokens: two tokens, with what each holds, would be about a fifth of
         // an idle instance's memory.
-        reactor.observeStatesUntilDisposed { state, version in
-            publisher.publish(state, version: version)
+        if let committer = context.committer {
+            let runtime = reactor.runtime
+            let startVersion = restored?.stored.version ?? 0
+            reactor.observeStatesUntilDisposed { state, version in
+                // The observer hears the state it starts from first: that one is stored already.
+                guard version > startVersion else { return }
+                // Encoded once: the same bytes are stored and sent.
+                let json = JSONCoding.encodeState(state)
+                let write = SessionWrite.version(id: instanceID, version: version, state: json,
+                                                 startedThrough: runtime.startedThroughForObserver,
+                                                 lastActivity: context.wallClock())
+                committer.enqueue(write) { publisher.publish(state, version: version, json: json) }
+            }
+        } else {
+            reactor.observeStatesUntilDisposed { state, version in
+                publisher.publish(state, version: version)
+            }
         }
         reactor.observeErrorsUntilDisposed { failure in
             context.logger.warning("mutation failed", metadata: [
@@ -106,11 +177,42 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 "action": "\(failure.actionSequence.map(String.init) ?? "-")",
                 "error": "\(failure.errorType): \(failure.message)",
             ])
-            context.mutationFailed(timeline, failure)
+            context.mutationFailed()
+            timeline.broadcast(event: context.errorEvent(failure))
+        }
+        if let restored { resume(restored) }
+    }
+
+    /// Reports and hands to the recovery hook the actions cut off mid-flight, and sends again
+    /// the acknowledged ones that had not started.
+    private func resume(_ restored: Restoration<R>) {
+        let label = InstanceID.logLabel(id)
+        for (seq, action) in restored.interrupted {
+            context.logger.warning("action interrupted by a crash; handed to the reactor's recovery hook",
+                                   metadata: ["instance": "\(label)", "action": "\(seq)"])
+            let failure = MutationFailure(actionSequence: seq, errorType: "InterruptedAction",
+                                          message: InterruptedAction(sequence: seq).description)
+            timeline.retain(event: context.errorEvent(failure))
+            context.committer?.enqueue(.settle(id: id, seq: seq))
+        }
+        if !restored.interrupted.isEmpty {
+            reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted.map(\.action)), reactor: reactor)
+        }
+        for (seq, action, json) in restored.unstarted {
+            let receipt = reactor.send(action)
+            context.logger.info("acknowledged action applied after a restart",
+                                metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
+            if receipt.sequence != seq {
+                context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json))
+                context.committer?.enqueue(.settle(id: id, seq: seq))
+            }
+            settleWhenDone(receipt)
         }
     }
 
     package var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
+
+    package var isBusy: Bool { reactor.runtime.hasActionsInFlight }
 
     package func touch() {
         // Stored only when it moved by a millisecond or more: instances expire after seconds,
@@ -121,22 +223,85 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt {
+    package func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
         let action = try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
+        if let committer = context.committer, let error = committer.lastError {
+            throw HostingError.storeUnavailable(error.message)
+        }
         guard let receipt = reactor.sendUnlessStalled(action) else {
             let (seconds, attoseconds) = context.stallTimeout.components
             throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
-        return receipt
+        guard let committer = context.committer else { return (receipt, nil) }
+        let ticket: CommitTicket?
+        if case .sync = committer.durability {
+            let made = CommitTicket()
+            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON)) { made.complete() }
+            ticket = made
+        } else {
+            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON))
+            ticket = nil
+        }
+        settleWhenDone(receipt)
+        return (receipt, ticket)
+    }
+
+    /// Drops the action's record from the store once it has settled.
+    private func settleWhenDone(_ receipt: ActionReceipt) {
+        guard let committer = context.committer else { return }
+        let id = self.id
+        reactor.whenSettled(receipt) { committer.enqueue(.settle(id: id, seq: receipt.sequence)) }
     }
 
     package func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
-        reactor.whenSettled(receipt, body)
+        guard let committer = context.committer else { return reactor.whenSettled(receipt, body) }
+        // The states the action produced were queued for the store before it settled.
+        reactor.whenSettled(receipt) { committer.afterQueuedWrites(body) }
     }
 
-    package func dispose(_ reason: StreamEndReason) {
+    package func dispose(_ reason: StreamEndReason?) {
         // Disposing the reactor also lets go of its observers.
         reactor.dispose()
-        timeline.end(reason)
+        if let reason { timeline.end(reason) }
+    }
+}
+
+/// A stored session decoded for its reactor type: the state, and the pending actions sorted
+/// into those that had not started and those a crash interrupted.
+struct Restoration<R: Reactor> {
+    let stored: StoredSession
+    let state: R.State
+    let unstarted: [(seq: UInt64, action: R.Action, json: [UInt8])]
+    let interrupted: [(seq: UInt64, action: R.Action)]
+
+    /// Decodes `stored`; throws when its state or an action no longer decodes as this type's.
+    init(_ stored: StoredSession) throws(HostingError) {
+        self.stored = stored
+        do {
+            state = try JSONCoding.decoder.decode(R.State.self, from: Data(stored.state))
+        } catch {
+            throw HostingError.storeUnavailable("the stored state of a \(stored.type) does not decode: \(error)")
+        }
+        var unstarted: [(UInt64, R.Action, [UInt8])] = []
+        var interrupted: [(UInt64, R.Action)] = []
+        let rawValue = RawValueDecoder(R.Action.self)
+        for (seq, json) in stored.pendingActions {
+            let action = try ActionDecoding.decode(R.Action.self, from: json, rawValue: rawValue)
+            if seq > stored.startedThrough {
+                unstarted.append((seq, action, json))
+            } else {
+                interrupted.append((seq, action))
+            }
+        }
+        self.unstarted = unstarted
+        self.interrupted = interrupted
+    }
+}
+
+/// The error reported for an action a crash cut off mid-flight.
+struct InterruptedAction: Error, CustomStringConvertible {
+    let sequence: UInt64
+    var description: String {
+        "action \(sequence) was interrupted by a restart; the reactor's recovery hook decided what to do with it"
     }
 }

@@ -27,8 +27,10 @@ package final class InstanceTable: Sendable {
         shards[Int(truncatingIfNeeded: key.middle) & (Self.shardCount - 1)]
     }
 
-    /// Creates an instance with a fresh id, unless the table is full.
-    package func create(_ make: (String) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
+    /// Creates an instance with a fresh id, unless the table is full. `isTaken` tells of ids
+    /// in use elsewhere (a stored session), which are never given out again.
+    package func create(isTaken: (String) -> Bool = { _ in false },
+                        _ make: (String) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
         guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
             reserved.wrappingSubtract(1, ordering: .relaxed)
             throw HostingError.tooManyInstances(limit: limit)
@@ -36,7 +38,7 @@ package final class InstanceTable: Sendable {
         while true {
             let id = InstanceID.make()
             // `make()` writes 22 characters of the alphabet, which always have a key.
-            guard let key = InstanceKey(id) else { continue }
+            guard let key = InstanceKey(id), !isTaken(id) else { continue }
             let instance = make(id)
             let stored = shard(key).withLock { instances -> Bool in
                 guard instances[key] == nil else { return false }
@@ -60,6 +62,45 @@ package final class InstanceTable: Sendable {
         shard(key).withLock { $0[key] }
     }
 
+    /// The instance under `key`, or the one `make` builds, stored there, when there is none
+    /// (then counted against the limit).
+    package func insertIfAbsent(key: InstanceKey,
+                                _ make: () throws(HostingError) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
+        if let live = instance(key: key) { return live }
+        guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
+            reserved.wrappingSubtract(1, ordering: .relaxed)
+            throw HostingError.tooManyInstances(limit: limit)
+        }
+        let made: any HostedInstance
+        do {
+            made = try make()
+        } catch {
+            reserved.wrappingSubtract(1, ordering: .relaxed)
+            throw error
+        }
+        let existing = shard(key).withLock { instances -> (any HostedInstance)? in
+            if let existing = instances[key] { return existing }
+            instances[key] = made
+            return nil
+        }
+        if let existing {
+            reserved.wrappingSubtract(1, ordering: .relaxed)
+            return existing
+        }
+        return made
+    }
+
+    /// The ids of the instances in memory.
+    package func ids() -> Set<String> {
+        var ids: Set<String> = []
+        for shard in shards {
+            shard.withLock { instances in
+                for instance in instances.values { ids.insert(instance.id) }
+            }
+        }
+        return ids
+    }
+
     /// Removes and returns the instance with this id.
     package func remove(_ id: String) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }
@@ -68,13 +109,15 @@ package final class InstanceTable: Sendable {
         return removed
     }
 
-    /// Removes and returns the instances idle since before `cutoff` with no open event stream.
-    package func removeIdle(before cutoff: UInt64) -> [any HostedInstance] {
+    /// Removes and returns the instances idle since before `cutoff` with no open event stream
+    /// that also satisfy `condition`.
+    package func removeIdle(before cutoff: UInt64,
+                            where condition: (any HostedInstance) -> Bool = { _ in true }) -> [any HostedInstance] {
         var idle: [any HostedInstance] = []
         for shard in shards {
             shard.withLock { instances in
                 let keys = instances.compactMap { key, instance in
-                    instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 ? key : nil
+                    instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 && condition(instance) ? key : nil
                 }
                 for key in keys {
                     if let instance = instances.removeValue(forKey: key) { idle.append(instance) }

@@ -48,8 +48,10 @@ package struct RegisteredType: Sendable {
     let exampleActionsJSON: [[UInt8]]
     /// The JSON of the initial state of a fresh instance.
     let initialStateJSON: [UInt8]
-    /// Creates and hosts a new instance with the given id.
-    package let host: @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
+    /// Hosts an instance with the given id: a new one, or one brought back from its stored
+    /// session (throws when that no longer decodes as this type).
+    package let host: @Sendable (_ id: String, _ context: InstanceContext, _ restored: StoredSession?) throws(HostingError)
+        -> any HostedInstance
 
     init<R: Reactor>(name: String, summary: String, exampleActions: [R.Action], make: @escaping @Sendable () -> R) {
         self.name = name
@@ -58,7 +60,10 @@ package struct RegisteredType: Sendable {
         let probe = make()
         self.initialStateJSON = JSONCoding.encodeState(probe.initialState)
         probe.dispose()
-        self.host = { id, context in HostedReactor(id: id, typeName: name, reactor: make(), context: context) }
+        self.host = { id, context, stored throws(HostingError) in
+            let restoration = try stored.map { stored throws(HostingError) in try Restoration<R>(stored) }
+            return HostedReactor(id: id, typeName: name, reactor: make(), context: context, restored: restoration)
+        }
     }
 
     /// `{"exampleActions":[…],"initialState":{…},"name":"…","summary":"…"}`

@@ -9,6 +9,8 @@ protocol StateLog: AnyObject {
     /// nil when some were already dropped, when `version` is newer than the newest, or when the
     /// log keeps no history (the caller sends a fresh snapshot instead).
     func states(after version: UInt64) -> [any VersionedState]?
+    /// How many versions the log holds (the newest and its history).
+    var count: Int { get }
 }
 
 /// A fixed-capacity ring of an instance's most recent states, kept by value: publishing a state
@@ -39,7 +41,7 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
     /// `newestVersion`, one per state, oldest at `start`.
     @exclusivity(unchecked) private(set) var newestVersion: UInt64 = 0
     /// How many states the ring holds; the first `count` of `states` are initialised.
-    @exclusivity(unchecked) private var count = 1
+    @exclusivity(unchecked) private(set) var count = 1
     @exclusivity(unchecked) private var start = 0
     /// States kept: the history's capacity, and at least the newest state.
     private let capacity: Int
@@ -54,8 +56,9 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
     /// Looked up once here rather than for every object built.
     private let sharedType = EncodedOnDemand<State>.self
 
-    /// A log holding `initial` as version 0.
-    init(initial: State, historyCapacity: Int) {
+    /// A log holding `initial` as `version` (0 for a new instance).
+    init(initial: State, version: UInt64 = 0, historyCapacity: Int) {
+        newestVersion = version
         capacity = max(1, historyCapacity)
         keepsHistory = historyCapacity > 0
         // The ring grows as states arrive rather than reserving its capacity up front: most
@@ -77,7 +80,7 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
     /// Adds a state newer than the newest, dropping the oldest when the ring is full. A version
     /// that does not follow the newest starts the history again from it (the ring holds only
     /// consecutive versions), so nothing replays across the gap.
-    func append(_ state: State, version: UInt64) {
+    func append(_ state: State, version: UInt64, json: [UInt8]? = nil) {
         if version != newestVersion &+ 1 { clear() }
         if count < capacity {
             // Not yet full, so not yet wrapped: the ring is `0..<count` in order, and the shared
@@ -91,6 +94,18 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
             start = start + 1 == capacity ? 0 : start + 1
         }
         newestVersion = version
+        if let json {
+            let index = (start + count - 1) % count
+            if shared == nil { shared = makeShared(count: allocated) }
+            shared![index] = sharedType.init(version: version, state: state, json: json)
+        }
+    }
+
+    /// Gives the newest state the JSON it is known by (a state loaded from the store).
+    func seed(json: [UInt8]) {
+        let index = (start + count - 1) % count
+        if shared == nil { shared = makeShared(count: allocated) }
+        shared![index] = sharedType.init(version: newestVersion, state: states[index], json: json)
     }
 
     /// Drops every state, keeping the buffers.
@@ -160,8 +175,9 @@ package struct StatePublisher<State: Encodable & Sendable>: Sendable {
     fileprivate let log: TypedStateLog<State>
 
     /// Stores `state` and wakes the subscribers, unless `version` is not newer than the newest.
-    package func publish(_ state: State, version: UInt64) {
-        timeline.publish(version: version) { log.append(state, version: version) }
+    /// `json`, when given, is the state's encoding, shared by every reader of this version.
+    package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil) {
+        timeline.publish(version: version) { log.append(state, version: version, json: json) }
     }
 }
 
@@ -170,8 +186,21 @@ extension StateTimeline {
     package static func make<State: Encodable & Sendable>(
         initial: State, historyCapacity: Int, subscriberLimit: Int
     ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
-        let log = TypedStateLog(initial: initial, historyCapacity: historyCapacity)
-        let timeline = StateTimeline(log: log, subscriberLimit: subscriberLimit)
+        make(restoring: initial, version: 0, json: nil, history: [], historyCapacity: historyCapacity,
+             subscriberLimit: subscriberLimit)
+    }
+
+    /// A timeline resuming at `version` with `initial` (whose JSON is `json`), after the stored
+    /// `history` (oldest first, ending before `version`), and the publisher of the rest.
+    package static func make<State: Encodable & Sendable>(
+        restoring initial: State, version: UInt64, json: [UInt8]?, history: [(version: UInt64, state: [UInt8])],
+        historyCapacity: Int, subscriberLimit: Int
+    ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
+        let log = TypedStateLog(initial: initial, version: version, historyCapacity: historyCapacity)
+        if let json { log.seed(json: json) }
+        let restored = historyCapacity > 0 ? history.suffix(historyCapacity - 1).map { StoredVersion(version: $0.version, json: $0.state) } : []
+        let timeline = StateTimeline(log: log, restoredHistory: restored, historyCapacity: historyCapacity,
+                                     subscriberLimit: subscriberLimit)
         return (timeline, StatePublisher(timeline: timeline, log: log))
     }
 }

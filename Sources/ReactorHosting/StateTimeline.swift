@@ -34,6 +34,12 @@ package struct StateTimeline: Sendable {
     private struct Storage {
         /// The published states: the latest and the history (see ``TypedStateLog``).
         let log: any StateLog
+        /// Versions older than the log's, loaded from the session store, oldest first: the
+        /// history before the instance was activated, dropped as the log fills up.
+        var restoredHistory: [StoredVersion] = []
+        /// Events every subscriber that attaches is sent first (interrupted actions reported at
+        /// activation, before any client was connected); bounded.
+        var retainedEvents: [[UInt8]] = []
         var subscribers: [any TimelineSubscriber] = []
         /// Where each subscriber sits in `subscribers`, so one leaves in constant time even when
         /// thousands of streams close together.
@@ -47,12 +53,15 @@ package struct StateTimeline: Sendable {
     private let storage: Locked<Storage>
     /// The most event streams one instance may have open at once.
     package let subscriberLimit: Int
+    /// How many versions are kept for replay (the log's capacity).
+    let historyCapacity: Int
 
     /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
     /// publisher that adds states to `log`.
-    init(log: any StateLog, subscriberLimit: Int) {
-        storage = Locked(Storage(log: log))
+    init(log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int) {
+        storage = Locked(Storage(log: log, restoredHistory: restoredHistory))
         self.subscriberLimit = subscriberLimit
+        self.historyCapacity = historyCapacity
     }
 
     /// The latest state and, once the instance is gone, why its streams end.
@@ -89,6 +98,10 @@ package struct StateTimeline: Sendable {
         let subscribers: [any TimelineSubscriber]? = storage.withLock { storage in
             guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
             store()
+            if !storage.restoredHistory.isEmpty {
+                let capacity = max(0, historyCapacity - storage.log.count)
+                storage.restoredHistory.removeFirst(max(0, storage.restoredHistory.count - capacity))
+            }
             return storage.subscribers.isEmpty ? nil : storage.subscribers
         }
         subscribers?.forEach { $0.wake() }
@@ -102,7 +115,29 @@ package struct StateTimeline: Sendable {
 
     /// The states after `version` for replay, or nil when the history no longer holds them all.
     package func states(after version: UInt64) -> [any VersionedState]? {
-        storage.withLock { $0.log.states(after: version) }
+        storage.withLock { storage in
+            if let states = storage.log.states(after: version) { return states }
+            // Older than the log: the restored history may hold the versions in between.
+            // The log holds consecutive versions ending with the newest, so this cannot underflow.
+            let oldestLogged = storage.log.newestVersion - UInt64(storage.log.count - 1)
+            guard let first = storage.restoredHistory.first, version &+ 1 >= first.version,
+                  version < oldestLogged,
+                  storage.restoredHistory.last.map({ $0.version + 1 == oldestLogged }) ?? false,
+                  let logged = storage.log.states(after: oldestLogged - 1) else { return nil }
+            let restored: [any VersionedState] = storage.restoredHistory.filter { $0.version > version }
+            return restored + logged
+        }
+    }
+
+    /// Queues an already-framed event on every subscriber now, and on every one that attaches
+    /// later (the most recent 32 are kept).
+    package func retain(event: [UInt8]) {
+        let subscribers = storage.withLock { storage in
+            storage.retainedEvents.append(event)
+            storage.retainedEvents.removeFirst(max(0, storage.retainedEvents.count - 32))
+            return storage.subscribers
+        }
+        subscribers.forEach { $0.enqueue(event: event) }
     }
 
     /// Adds a subscriber, unless the instance is gone or at its limit.
@@ -117,6 +152,7 @@ package struct StateTimeline: Sendable {
             return nil
         }
         if let outcome { throw outcome }
+        for event in storage.withLock({ $0.retainedEvents }) { subscriber.enqueue(event: event) }
     }
 
     /// Removes a subscriber whose stream has closed.

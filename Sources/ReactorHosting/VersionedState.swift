@@ -26,6 +26,13 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
         self.state = state
     }
 
+    /// A state whose JSON is already encoded (to be stored before it was published).
+    init(version: UInt64, state: State, json: [UInt8]) {
+        self.version = version
+        self.state = state
+        _ = encoded.storeIfNil(EncodedState(json: json))
+    }
+
     package var json: [UInt8] { bytes.json }
 
     package func framed(by frame: (_ version: UInt64, _ json: [UInt8]) -> [UInt8]) -> [UInt8] {
@@ -60,5 +67,22 @@ final class FramedBytes: Sendable {
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
+    }
+}
+
+/// A state known only by its JSON: a version of the history loaded from the session store.
+final class StoredVersion: VersionedState {
+    package let version: UInt64
+    package let json: [UInt8]
+    private let framed = SetOnceReference<FramedBytes>()
+
+    init(version: UInt64, json: [UInt8]) {
+        self.version = version
+        self.json = json
+    }
+
+    package func framed(by frame: (_ version: UInt64, _ json: [UInt8]) -> [UInt8]) -> [UInt8] {
+        if let framed = framed.load() { return framed.bytes }
+        return framed.storeIfNil(FramedBytes(frame(version, json))).bytes
     }
 }

@@ -4,6 +4,8 @@ import Foundation
 import Logging
 import MicroHTTP
 import ReactorHTTP
+import ReactorHosting
+import ReactorStoreSQLite
 
 /// `reactor-server`: serves the example reactors over HTTP. Every flag has an environment
 /// variable of the same meaning; a flag given on the command line wins.
@@ -72,10 +74,26 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "Comma-separated origins allowed by CORS, or * for any; empty disables CORS (CORS_ORIGINS).")
     var corsOrigins: String = Environment.string("CORS_ORIGINS", default: "")
 
+    @Option(help: "Where sessions are kept: memory (lost on restart), or sqlite:PATH, a SQLite file created when missing; sqlite:PATH?max_page_count=N caps its size in pages (STORE).")
+    var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+
+    @Option(help: "sync: an action is acknowledged, and a state shown, only once committed; async: at once, committed within --flush-interval-ms, so a crash may lose that window (DURABILITY).")
+    var durability: String = Environment.string("DURABILITY", default: "sync")
+
+    @Option(help: "With --durability async, the longest a write waits to be committed, in milliseconds (FLUSH_INTERVAL_MS).")
+    var flushIntervalMs: Int = Environment.value("FLUSH_INTERVAL_MS", default: 10)
+
+    @Option(help: "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S).")
+    var passivateAfterS: Int = Environment.value("PASSIVATE_AFTER_S", default: 60)
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (LOG_LEVEL).")
     var logLevel: String = Environment.string("LOG_LEVEL", default: "info")
 
     func validate() throws {
+        guard ["sync", "async"].contains(durability.lowercased()) else {
+            throw ValidationError("--durability must be sync or async, not '\(durability)'")
+        }
+        _ = try StoreLocation(store)
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("unknown log level '\(logLevel)'")
         }
@@ -84,7 +102,8 @@ struct ServerCommand: ParsableCommand {
                               ("max-connections", maxConnections), ("max-body-bytes", maxBodyBytes),
                               ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
                               ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
-                              ("stall-timeout-ms", stallTimeoutMs)]
+                              ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
+                              ("passivate-after-s", passivateAfterS)]
         where value <= 0 {
             throw ValidationError("--\(name) must be positive")
         }
@@ -116,6 +135,20 @@ struct ServerCommand: ParsableCommand {
         service.heartbeatInterval = .seconds(heartbeatS)
         service.reactorThreads = reactorThreads
         service.stallTimeout = .milliseconds(stallTimeoutMs)
+        service.durability = durability.lowercased() == "async" ? .async(flushInterval: .milliseconds(flushIntervalMs)) : .sync
+        service.passivateAfter = .seconds(passivateAfterS)
+        do {
+            service.store = try StoreLocation(store).open(historyCapacity: historySize)
+        } catch {
+            logger.critical("could not open the session store: \(error)")
+            FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if let location = try? StoreLocation(store), case .sqlite(let path, _) = location {
+            logger.info("sessions kept in \(path)", metadata: ["durability": "\(durability.lowercased())"])
+        } else {
+            logger.notice("sessions kept in memory only: a restart loses them")
+        }
         service.allowedOrigins = corsOrigins.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
 
@@ -146,6 +179,43 @@ struct ServerCommand: ParsableCommand {
         FileHandle.standardOutput.write(Data("reactor-server listening on http://\(host):\(server.port)\n".utf8))
         signalHandlers.waitUntilStopped()
         // Returning from `run` exits 0.
+    }
+}
+
+/// Where `--store` says sessions are kept.
+enum StoreLocation {
+    case memory
+    case sqlite(path: String, maxPageCount: Int?)
+
+    init(_ text: String) throws {
+        if text == "memory" {
+            self = .memory
+            return
+        }
+        guard text.hasPrefix("sqlite:") else {
+            throw ValidationError("--store must be memory or sqlite:PATH, not '\(text)'")
+        }
+        var path = String(text.dropFirst("sqlite:".count))
+        var maxPageCount: Int?
+        if let query = path.firstIndex(of: "?") {
+            let option = path[path.index(after: query)...]
+            path = String(path[..<query])
+            guard option.hasPrefix("max_page_count="), let pages = Int(option.dropFirst("max_page_count=".count)), pages > 0 else {
+                throw ValidationError("--store sqlite:PATH takes only ?max_page_count=N (a positive number), not '?\(option)'")
+            }
+            maxPageCount = pages
+        }
+        guard !path.isEmpty else { throw ValidationError("--store sqlite:PATH needs a path") }
+        self = .sqlite(path: path, maxPageCount: maxPageCount)
+    }
+
+    /// The store, opened; nil for memory.
+    func open(historyCapacity: Int) throws -> (any SessionStore)? {
+        switch self {
+        case .memory: return nil
+        case .sqlite(let path, let maxPageCount):
+            return try SQLiteSessionStore(path: path, historyCapacity: historyCapacity, maxPageCount: maxPageCount)
+        }
     }
 }
 

@@ -88,8 +88,11 @@ private final class FakeInstance: HostedInstance {
         self.lastActivity = lastActivity
     }
 
+    var isBusy: Bool { false }
     func touch() {}
-    func send(actionJSON: [UInt8]) throws(HostingError) -> ActionReceipt { throw HostingError.invalidAction("none taken") }
+    func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+        throw HostingError.invalidAction("none taken")
+    }
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }
-    func dispose(_ reason: StreamEndReason) {}
+    func dispose(_ reason: StreamEndReason?) {}
 }

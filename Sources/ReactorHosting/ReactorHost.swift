@@ -1,0 +1,225 @@
+import Dispatch
+import Foundation
+import Logging
+import ReactorCore
+
+/// How a ``ReactorHost`` keeps its instances: limits, history, threads and the session store.
+package struct HostingConfiguration: Sendable {
+    /// The most instances in memory at once.
+    package var maxInstances = 100_000
+    /// Versions each instance keeps for `Last-Event-ID` replay.
+    package var historyCapacity = 256
+    /// The most subscribers (event streams) on one instance.
+    package var subscriberLimit = 10_000
+    /// An instance untouched this long with no subscriber is deleted (from the store too).
+    package var idleTimeout: Duration = .seconds(30 * 60)
+    /// With a store: an instance untouched this long with no subscriber and no action in flight
+    /// leaves memory, to be activated from the store by its next request.
+    package var passivateAfter: Duration = .seconds(60)
+    /// Threads applying actions; 0 applies them on the sending thread.
+    package var reactorThreads = 0
+    /// How long user code may run before its instance counts as stalled.
+    package var stallTimeout: Duration = .seconds(1)
+    /// Where sessions are kept; `nil`: in memory only, lost with the process.
+    package var store: (any SessionStore)?
+    /// When a write to the store counts as done.
+    package var durability: Durability = .sync
+    /// Monotonic nanoseconds, for idle expiry and passivation.
+    package var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    /// Milliseconds since 1970, kept as a session's last activity.
+    package var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    package init() {}
+}
+
+/// Many reactor instances: creates them, finds them by id (activating a stored one on its first
+/// request), passivates, expires and deletes them, and writes them through to the session store.
+/// Knows nothing of HTTP.
+package final class ReactorHost: Sendable {
+    package let configuration: HostingConfiguration
+    package let registry: ReactorRegistry
+    package let table: InstanceTable
+    /// The threads applying every instance's actions; `nil` when the senders apply them.
+    package let drainPool: DrainPool?
+    package let committer: GroupCommitter?
+    private let context: InstanceContext
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - errorEvent: frames a mutation error for the instance's streams.
+    ///   - stallChanged, mutationFailed: told of stalls and mutation errors (for metrics).
+    package init(registry: ReactorRegistry, configuration: HostingConfiguration, logger: Logger,
+                 errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
+                 stallChanged: @escaping @Sendable (Bool) -> Void = { _ in },
+                 mutationFailed: @escaping @Sendable () -> Void = {}) {
+        self.registry = registry
+        self.configuration = configuration
+        self.logger = logger
+        self.table = InstanceTable(limit: configuration.maxInstances)
+        self.drainPool = configuration.reactorThreads > 0
+            ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
+        self.committer = configuration.store.map {
+            GroupCommitter(store: $0, durability: configuration.durability, logger: logger) { stale in
+                logger.error("session store refused stale writes", metadata: ["instances": "\(stale.count)"])
+            }
+        }
+        self.context = InstanceContext(
+            now: configuration.now, wallClock: configuration.wallClock,
+            historyCapacity: configuration.historyCapacity, subscriberLimit: configuration.subscriberLimit,
+            logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout, committer: committer,
+            stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed)
+    }
+
+    /// Creates an instance of the type registered as `typeName`. With a store in
+    /// ``Durability/sync`` the ticket tells when its creation is committed.
+    package func create(_ type: RegisteredType) throws(HostingError) -> (any HostedInstance, CommitTicket?) {
+        if let error = committer?.lastError { throw HostingError.storeUnavailable(error.message) }
+        let context = self.context
+        let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in
+            // A new instance cannot fail to host: there is nothing stored to decode.
+            (try? type.host(id, context, nil))!
+        }
+        guard let committer else { return (instance, nil) }
+        let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
+                                        lastActivity: configuration.wallClock())
+        return (instance, commit(write, on: committer))
+    }
+
+    /// The instance with this id: in memory, or activated from the store. `nil` when there is none.
+    package func instance(id: String) throws(HostingError) -> (any HostedInstance)? {
+        guard let key = InstanceKey(id) else { return nil }
+        return try instance(key: key, id: id)
+    }
+
+    /// The instance whose id has this key (`id` spells it): in memory, or activated from the store.
+    package func instance(key: InstanceKey, id: @autoclosure () -> String) throws(HostingError) -> (any HostedInstance)? {
+        if let live = table.instance(key: key) { return live }
+        guard let store = configuration.store else { return nil }
+        let id = id()
+        let stored: StoredSession?
+        do {
+            stored = try store.load(id: id)
+        } catch {
+            throw HostingError.storeUnavailable(error.message)
+        }
+        guard let stored, let type = registry.type(named: stored.type) else { return nil }
+        let context = self.context
+        var activated: (any HostedInstance)?
+        let instance = try table.insertIfAbsent(key: key) { () throws(HostingError) in
+            let made = try type.host(id, context, stored)
+            activated = made
+            return made
+        }
+        if let activated {
+            if activated !== instance {
+                activated.dispose(nil)  // another request activated it first
+            } else {
+                logger.debug("instance activated", metadata: ["instance": "\(InstanceID.logLabel(id))"])
+            }
+        }
+        return instance
+    }
+
+    /// Deletes the instance with this id, in memory and in the store. Nil when there is none;
+    /// else the ticket (with ``Durability/sync``) tells when the deletion is committed.
+    package func delete(id: String) throws(HostingError) -> CommitTicket?? {
+        guard let instance = try instance(id: id), let removed = table.remove(instance.id) else { return .none }
+        removed.dispose(.deleted)
+        guard let committer else { return .some(nil) }
+        return .some(commit(.delete(id: id), on: committer))
+    }
+
+    /// Deletes instances idle past the idle timeout with no subscriber (and, with a store,
+    /// stored sessions idle that long). Returns the instances expired from memory.
+    @discardableResult
+    package func expireIdle() -> [any HostedInstance] {
+        let cutoff = cutoff(configuration.idleTimeout)
+        let expired = table.removeIdle(before: cutoff)
+        for instance in expired {
+            instance.dispose(.expired)
+            committer?.enqueue(.delete(id: instance.id))
+        }
+        return expired
+    }
+
+    /// Deletes stored sessions idle past the idle timeout that are not in memory.
+    /// - Returns: how many were deleted.
+    @discardableResult
+    package func expireStoredSessions() -> Int {
+        guard let store = configuration.store else { return 0 }
+        let idleMilliseconds = Int64(clamping: configuration.idleTimeout.nanoseconds / 1_000_000)
+        do {
+            return try store.deleteIdle(before: configuration.wallClock() - idleMilliseconds, excluding: table.ids())
+        } catch {
+            logger.error("could not expire stored sessions", metadata: ["error": "\(error)"])
+            return 0
+        }
+    }
+
+    /// With a store, takes out of memory the instances idle past the passivation time with no
+    /// subscriber and no action in flight; they come back on their next request.
+    /// - Returns: how many left memory.
+    @discardableResult
+    package func passivateIdle() -> Int {
+        guard let committer else { return 0 }
+        let passivated = table.removeIdle(before: cutoff(configuration.passivateAfter)) { !$0.isBusy }
+        let wallClock = configuration.wallClock()
+        let idleNanoseconds = configuration.now()
+        for instance in passivated {
+            let idleFor = Int64(clamping: (idleNanoseconds &- instance.lastActivity) / 1_000_000)
+            committer.enqueue(.touch(id: instance.id, lastActivity: wallClock - idleFor))
+            instance.dispose(nil)
+        }
+        return passivated.count
+    }
+
+    /// Waits until every action queued so far is applied (stalled instances aside), or
+    /// `timeout` passed.
+    package func finishQueuedActions(within timeout: Duration) {
+        drainPool?.waitUntilIdle(timeout: timeout)
+    }
+
+    /// Ends every instance's streams, commits what is queued, and stops the threads.
+    package func shutdown() {
+        let wallClock = configuration.wallClock()
+        for instance in table.removeAll() {
+            instance.dispose(.shutdown)
+            committer?.enqueue(.touch(id: instance.id, lastActivity: wallClock))
+        }
+        drainPool?.shutdown()
+        committer?.stop()
+        configuration.store?.close()
+    }
+
+    private func commit(_ write: SessionWrite, on committer: GroupCommitter) -> CommitTicket? {
+        guard case .sync = committer.durability else {
+            committer.enqueue(write)
+            return nil
+        }
+        let ticket = CommitTicket()
+        committer.enqueue(write) { ticket.complete() }
+        return ticket
+    }
+
+    private func isStored(_ id: String) -> Bool {
+        guard let store = configuration.store else { return false }
+        // If the store cannot tell, a collision of 128 random bits is not worth refusing for.
+        return (try? store.contains(id: id)) ?? false
+    }
+
+    private func cutoff(_ age: Duration) -> UInt64 {
+        let now = configuration.now()
+        let nanoseconds = age.nanoseconds
+        return now > nanoseconds ? now - nanoseconds : 0
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    package var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,79 @@
+import Locking
+
+/// A ``SessionStore`` in the process's memory: what the durable stores keep, kept the same way,
+/// but lost with the process. For tests of the hosting layer's recovery and passivation.
+public final class InMemorySessionStore: SessionStore {
+    private struct Session {
+        var stored: StoredSession
+        var pending: [UInt64: [UInt8]] = [:]
+    }
+
+    private let sessions = Locked<[String: Session]>([:])
+    private let historyCapacity: Int
+
+    /// An empty store keeping `historyCapacity` versions of each session (at least the latest).
+    public init(historyCapacity: Int) {
+        self.historyCapacity = max(1, historyCapacity)
+    }
+
+    public func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
+        sessions.withLock { sessions in
+            var stale: Set<String> = []
+            for write in writes {
+                switch write {
+                case .create(let id, let type, let state, let lastActivity):
+                    sessions[id] = Session(stored: StoredSession(
+                        type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
+                        history: [(0, state)], pendingActions: []))
+                case .accept(let id, let seq, let action):
+                    sessions[id]?.pending[seq] = action
+                case .settle(let id, let seq):
+                    sessions[id]?.pending[seq] = nil
+                case .version(let id, let version, let state, let startedThrough, let lastActivity):
+                    guard var session = sessions[id] else { continue }
+                    guard version > session.stored.version else {
+                        stale.insert(id)
+                        continue
+                    }
+                    session.stored.version = version
+                    session.stored.state = state
+                    session.stored.startedThrough = startedThrough
+                    session.stored.lastActivity = max(session.stored.lastActivity, lastActivity)
+                    session.stored.history.append((version, state))
+                    session.stored.history.removeFirst(max(0, session.stored.history.count - historyCapacity))
+                    sessions[id] = session
+                case .touch(let id, let lastActivity):
+                    if let current = sessions[id]?.stored.lastActivity {
+                        sessions[id]?.stored.lastActivity = max(current, lastActivity)
+                    }
+                case .delete(let id):
+                    sessions[id] = nil
+                }
+            }
+            return stale
+        }
+    }
+
+    public func load(id: String) throws(SessionStoreError) -> StoredSession? {
+        sessions.withLock { sessions in
+            guard let session = sessions[id] else { return nil }
+            var stored = session.stored
+            stored.pendingActions = session.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            return stored
+        }
+    }
+
+    public func contains(id: String) throws(SessionStoreError) -> Bool {
+        sessions.withLock { $0[id] != nil }
+    }
+
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
+        sessions.withLock { sessions in
+            let idle = sessions.filter { $0.value.stored.lastActivity < cutoff && !excluding.contains($0.key) }.map(\.key)
+            for id in idle { sessions[id] = nil }
+            return idle.count
+        }
+    }
+
+    public func close() {}
+}

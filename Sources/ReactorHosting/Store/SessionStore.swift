@@ -1,0 +1,111 @@
+/// Where sessions (hosted reactor instances) are kept so that they outlive the process: the
+/// hosting layer writes through it and loads from it; the runtime and HTTP never see it.
+///
+/// Writes arrive in batches, each committed as one transaction (group commit): a batch holds
+/// everything that arrived while the previous one was committing. Implementations: the embedded
+/// SQLite store (`ReactorStoreSQLite`), ``InMemorySessionStore`` for tests, and for several
+/// nodes a shared database (each write then carries an owner epoch that rejects a stale writer).
+public protocol SessionStore: AnyObject, Sendable {
+    /// Commits `writes` in order, in one transaction: all of them or none.
+    /// - Returns: the ids whose `.version` writes were refused because the store already holds a
+    ///   version at least as new (a stale writer); every other write was committed.
+    /// - Throws: ``SessionStoreError`` when nothing was committed.
+    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String>
+
+    /// The stored session with this id, or nil when there is none (never created, or deleted).
+    func load(id: String) throws(SessionStoreError) -> StoredSession?
+
+    /// Whether a session with this id is stored (a new id must not collide with a stored one).
+    func contains(id: String) throws(SessionStoreError) -> Bool
+
+    /// Deletes the sessions whose last activity is before `cutoff` (milliseconds since 1970)
+    /// and that are not in `excluding` (sessions live in memory, which expire by their own clock).
+    /// - Returns: how many were deleted.
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int
+
+    /// Commits nothing more and releases the store's resources.
+    func close()
+}
+
+/// One change to the stored sessions.
+public enum SessionWrite: Sendable {
+    /// A new session at version 0.
+    case create(id: String, type: String, state: [UInt8], lastActivity: Int64)
+    /// An accepted action, kept until it has settled: `seq` is its sequence on the instance.
+    case accept(id: String, seq: UInt64, action: [UInt8])
+    /// The action `seq` has settled: every mutation it produced was reduced (or failed, or was
+    /// cancelled). Its record is dropped.
+    case settle(id: String, seq: UInt64)
+    /// A published state. `startedThrough` is the highest action sequence whose `mutate` had been
+    /// called when it was published: pending actions after it had not started.
+    case version(id: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64)
+    /// The session's last activity, written when it leaves memory.
+    case touch(id: String, lastActivity: Int64)
+    /// The session is gone, with its history and pending actions.
+    case delete(id: String)
+}
+
+/// A session as stored: enough to bring it back exactly where its last commit left it.
+public struct StoredSession: Sendable, Equatable {
+    /// The registered reactor type.
+    public var type: String
+    /// The latest committed version and its state's JSON.
+    public var version: UInt64
+    public var state: [UInt8]
+    /// The highest action sequence that had started by `version`.
+    public var startedThrough: UInt64
+    /// Milliseconds since 1970 of the last request that touched it.
+    public var lastActivity: Int64
+    /// The kept history, oldest first, ending with `version`: `(version, state JSON)`.
+    public var history: [(version: UInt64, state: [UInt8])]
+    /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`.
+    public var pendingActions: [(seq: UInt64, action: [UInt8])]
+
+    /// A stored session.
+    public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
+                history: [(version: UInt64, state: [UInt8])], pendingActions: [(seq: UInt64, action: [UInt8])]) {
+        self.type = type
+        self.version = version
+        self.state = state
+        self.startedThrough = startedThrough
+        self.lastActivity = lastActivity
+        self.history = history
+        self.pendingActions = pendingActions
+    }
+
+    public static func == (lhs: StoredSession, rhs: StoredSession) -> Bool {
+        lhs.type == rhs.type && lhs.version == rhs.version && lhs.state == rhs.state
+            && lhs.startedThrough == rhs.startedThrough && lhs.lastActivity == rhs.lastActivity
+            && lhs.history.map(\.version) == rhs.history.map(\.version)
+            && lhs.history.map(\.state) == rhs.history.map(\.state)
+            && lhs.pendingActions.map(\.seq) == rhs.pendingActions.map(\.seq)
+            && lhs.pendingActions.map(\.action) == rhs.pendingActions.map(\.action)
+    }
+}
+
+/// Why a store could not do what it was asked; nothing of the failed call was committed.
+public struct SessionStoreError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure it is.
+    public enum Kind: Sendable {
+        /// The disk (or the store's size limit) is full: retry once space is freed.
+        case full
+        /// The store cannot be opened or written (permissions, a missing directory, a lost
+        /// connection).
+        case unavailable
+        /// The stored data is not a session store, or is damaged: it is left untouched.
+        case corrupt
+    }
+
+    /// What kind of failure it is.
+    public var kind: Kind
+    /// What failed, in words, naming the path or statement.
+    public var message: String
+
+    /// A store error.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import ReactorHosting
+import Testing
+@testable import ReactorStoreSQLite
+
+/// The SQLite store against real files in a temporary directory.
+@Suite struct SQLiteSessionStoreTests {
+    private let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    private func path(_ name: String = "sessions.sqlite") -> String { directory.appendingPathComponent(name).path }
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    @Test func whatIsCommittedLoadsBackAfterReopening() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+            let stale = try store.commit([
+                .create(id: "a", type: "counter", state: bytes(#"{"value":0}"#), lastActivity: 100),
+                .accept(id: "a", seq: 1, action: bytes(#""increase""#)),
+                .version(id: "a", version: 1, state: bytes(#"{"value":1}"#), startedThrough: 1, lastActivity: 110),
+                .accept(id: "a", seq: 2, action: bytes(#""decrease""#)),
+            ])
+            #expect(stale.isEmpty)
+            _ = try store.commit([
+                .settle(id: "a", seq: 1),
+                .version(id: "a", version: 2, state: bytes(#"{"value":2}"#), startedThrough: 2, lastActivity: 120),
+            ])
+            store.close()
+        }
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        let loaded = try #require(try reopened.load(id: "a"))
+        #expect(loaded.type == "counter")
+        #expect(loaded.version == 2)
+        #expect(loaded.state == bytes(#"{"value":2}"#))
+        #expect(loaded.startedThrough == 2)
+        #expect(loaded.lastActivity == 120)
+        #expect(loaded.history.map(\.version) == [0, 1, 2])
+        #expect(loaded.history.map(\.state) == [#"{"value":0}"#, #"{"value":1}"#, #"{"value":2}"#].map(bytes))
+        #expect(loaded.pendingActions.map(\.seq) == [2])
+        #expect(loaded.pendingActions.map(\.action) == [bytes(#""decrease""#)])
+        #expect(try reopened.load(id: "b") == nil)
+        #expect(try reopened.contains(id: "a"))
+        #expect(try !reopened.contains(id: "b"))
+    }
+
+    @Test func historyKeepsItsCapacityAndAnActionAcceptedAndSettledInOneBatchIsNeverWritten() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 3)
+        var writes: [SessionWrite] = [.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)]
+        for version in 1...10 as ClosedRange<UInt64> {
+            writes.append(.accept(id: "a", seq: version, action: bytes("\(version)")))
+            writes.append(.version(id: "a", version: version, state: bytes("\(version)"), startedThrough: version, lastActivity: 0))
+            writes.append(.settle(id: "a", seq: version))
+        }
+        _ = try store.commit(writes)
+        let loaded = try #require(try store.load(id: "a"))
+        #expect(loaded.history.map(\.version) == [8, 9, 10])
+        #expect(loaded.pendingActions.isEmpty)
+        #expect(loaded.version == 10)
+    }
+
+    @Test func aStaleVersionIsRefusedAndReported() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        _ = try store.commit([
+            .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+            .version(id: "a", version: 5, state: bytes("5"), startedThrough: 1, lastActivity: 0),
+        ])
+        let stale = try store.commit([.version(id: "a", version: 3, state: bytes("3"), startedThrough: 1, lastActivity: 0)])
+        #expect(stale == ["a"])
+        #expect(try store.load(id: "a")?.version == 5)
+        // Versions 2 through 5 are kept (capacity 4); the refused version 3 is not among them.
+        #expect(try store.load(id: "a")?.history.map(\.version) == [5])
+    }
+
+    @Test func deletedSessionsStayDeletedAndWritesForThemAreIgnored() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        _ = try store.commit([
+            .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+            .accept(id: "a", seq: 1, action: bytes("1")),
+            .delete(id: "a"),
+            .version(id: "a", version: 1, state: bytes("1"), startedThrough: 1, lastActivity: 0),
+            .accept(id: "a", seq: 2, action: bytes("2")),
+        ])
+        #expect(try store.load(id: "a") == nil)
+        #expect(try !store.contains(id: "a"))
+    }
+
+    @Test func idleSessionsExpireExceptThoseExcluded() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        _ = try store.commit([
+            .create(id: "old", type: "t", state: bytes("0"), lastActivity: 10),
+            .create(id: "live", type: "t", state: bytes("0"), lastActivity: 10),
+            .create(id: "new", type: "t", state: bytes("0"), lastActivity: 1000),
+            .touch(id: "new", lastActivity: 2000),
+        ])
+        #expect(try store.deleteIdle(before: 500, excluding: ["live"]) == 1)
+        #expect(try store.load(id: "old") == nil)
+        #expect(try store.load(id: "live") != nil)
+        #expect(try store.load(id: "new")?.lastActivity == 2000)
+    }
+
+    @Test func aFileThatIsNotADatabaseIsRefusedAndLeftUntouched() throws {
+        let original = Data("these are somebody's notes, not a database\n".utf8)
+        try original.write(to: URL(fileURLWithPath: path()))
+        let error = #expect(throws: SessionStoreError.self) { try SQLiteSessionStore(path: path(), historyCapacity: 4) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains(path()) == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path())) == original)
+    }
+
+    @Test func aDamagedDatabaseIsRefusedAndLeftUntouched() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            store.close()
+        }
+        // Keep SQLite's header, wreck the rest of the first page (the schema).
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: path()))
+        for index in 100..<min(damaged.count, 4096) { damaged[index] = 0xA5 }
+        try damaged.write(to: URL(fileURLWithPath: path()))
+        let error = #expect(throws: SessionStoreError.self) { try SQLiteSessionStore(path: path(), historyCapacity: 4) }
+        #expect(error?.kind == .corrupt)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path())) == damaged)
+    }
+
+    @Test func anotherApplicationsDatabaseIsRefusedAndLeftUntouched() throws {
+        let other = Process()
+        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        other.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.commit()", path()]
+        try other.run()
+        other.waitUntilExit()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path()))
+        let error = #expect(throws: SessionStoreError.self) { try SQLiteSessionStore(path: path(), historyCapacity: 4) }
+        #expect(error?.message.contains("not a session store") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path())) == before)
+    }
+
+    @Test func aPathThatCannotBeCreatedNamesItself() throws {
+        let file = path("plain-file")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        let target = file + "/sessions.sqlite"
+        let error = #expect(throws: SessionStoreError.self) { try SQLiteSessionStore(path: target, historyCapacity: 4) }
+        #expect(error?.kind == .unavailable)
+        #expect(error?.message.contains(target) == true)
+    }
+
+    @Test func aFullStoreFailsWholeBatchesAndTakesThemAgainOnceSpaceIsFreed() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, maxPageCount: 40)
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 3000)
+        var created = 0
+        var fullError: SessionStoreError?
+        while fullError == nil && created < 1000 {
+            do {
+                _ = try store.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])
+                created += 1
+            } catch {
+                fullError = error
+            }
+        }
+        #expect(fullError?.kind == .full)
+        // The failed batch left nothing behind, and the store still reads.
+        #expect(try store.load(id: "s\(created)") == nil)
+        #expect(try store.count() == created)
+        // Freeing space lets the same batch commit.
+        _ = try store.commit((0..<created / 2).map { .delete(id: "s\($0)") })
+        _ = try store.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])
+        #expect(try store.load(id: "s\(created)")?.state == big)
+    }
+}
