@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libmicrohttpd-dev pkg-config curl python3-venv
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps venv clean fuzz sanitize
