@@ -79,10 +79,11 @@ public protocol Reactor: AnyObject, Sendable {
     /// What to do about actions a crash cut off mid-flight, when a durable host brings the
     /// reactor back: some of their mutations were reduced and kept, the rest were lost with the
     /// process. Called once, after ``currentState`` holds the recovered state, with those actions
-    /// in the order they were sent; the mutations it returns are applied like an action's.
-    /// Such actions are never run again by themselves, and the host reports each one (an error
-    /// naming its sequence number) whatever this returns. Default: nothing.
-    func recover(interrupted actions: [Action]) -> Mutations<Mutation>
+    /// in the order they were sent, each with how many of its mutations were kept; the mutations
+    /// it returns are applied like an action's. Such actions are never run again by themselves,
+    /// and the host reports each one (an error naming its sequence number) whatever this
+    /// returns. Default: nothing.
+    func recover(interrupted actions: [InterruptedAction<Action>]) -> Mutations<Mutation>
 }
 
 extension Reactor where Mutation == Action {
@@ -100,5 +101,22 @@ extension Reactor {
     /// Nothing.
     public func didDispose() {}
     /// Nothing: the interrupted actions are only reported.
-    public func recover(interrupted actions: [Action]) -> Mutations<Mutation> { .empty }
+    public func recover(interrupted actions: [InterruptedAction<Action>]) -> Mutations<Mutation> { .empty }
+}
+
+/// An action a crash cut off mid-flight (see ``Reactor/recover(interrupted:)``).
+public struct InterruptedAction<Action: Sendable>: Sendable {
+    /// The action as it was sent.
+    public let action: Action
+    /// Its sequence number on the instance (what its acknowledgement said).
+    public let sequence: UInt64
+    /// How many of its mutations were reduced, in order, before the crash, and kept.
+    public let reducedMutations: Int
+
+    /// An interrupted action.
+    public init(action: Action, sequence: UInt64, reducedMutations: Int) {
+        self.action = action
+        self.sequence = sequence
+        self.reducedMutations = reducedMutations
+    }
 }

@@ -17,6 +17,9 @@ extension ReactorRuntime {
         /// The highest action sequence whose `mutate` has been called: every state published
         /// from now on may carry effects of actions up to it, and of none after it.
         @usableFromInline @exclusivity(unchecked) var startedThrough: UInt64 = 0
+        /// The sequence of the action whose mutation is being reduced; 0 for a mutation of no
+        /// action (a global stream's, a recovery hook's).
+        @usableFromInline @exclusivity(unchecked) var producingSequence: UInt64 = 0
         /// The observers as of the last `sync`; none once a drain is done.
         @usableFromInline @exclusivity(unchecked) var observers: [(id: UInt64, observer: StateObserver)] = []
         /// The work being applied, when a batch holds more than one item; reused between
@@ -178,6 +181,7 @@ extension ReactorRuntime {
         /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
         @inlinable func applyAction(_ action: R.Action, sequence: UInt64, entry: Int) {
             engine.startedThrough = sequence
+            engine.producingSequence = sequence
             if let action = engine.actionFlow.apply(action, from: entry) {
                 if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
                     runtime.spawn(rest, sequence: sequence, reactor: reactor)
@@ -192,12 +196,15 @@ extension ReactorRuntime {
                 applyAction(action, sequence: sequence, entry: entry)
             case .skipped(let sequence):
                 engine.processedThrough = sequence
-            case .mutation(let mutation, _, let task, let entry):
+            case .mutation(let mutation, let sequence, let task, let entry):
                 if let task, !runtime.isLive(task: task) { return }
+                engine.producingSequence = sequence ?? 0
                 reduce(mutation, entry: entry)
             case .state(let state, let entry):
+                engine.producingSequence = 0
                 if let state = engine.stateFlow.apply(state, from: entry) { publish(state) }
             case .stubState(let state):
+                engine.producingSequence = 0
                 engine.state = state
                 publish(state)
             case .taskFinished(let taskID, let failure):

@@ -488,6 +488,10 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// have contributed to the state being observed.
     package var startedThroughForObserver: UInt64 { engine?.startedThrough ?? 0 }
 
+    /// The sequence of the action whose mutation produced the state being observed; 0 when no
+    /// action did (a global stream, a recovery hook). Read it only from a state observer.
+    package var producingActionForObserver: UInt64 { engine?.producingSequence ?? 0 }
+
     // MARK: - Dispose and stub
 
     @usableFromInline func dispose(_ reactor: R) {

@@ -63,6 +63,16 @@ public final class CounterReactor: Reactor {
         )
     }
 
+    /// After a crash: finishes what each interrupted action had not done. Its first mutation
+    /// shows the loading state and its second changes the value, so an action cut off before
+    /// its second changes the value now; then the loading state ends. Every acknowledged action
+    /// changes the value exactly once, and the counter is never left loading.
+    public func recover(interrupted actions: [InterruptedAction<Action>]) -> Mutations<Mutation> {
+        let unchanged = actions.filter { $0.reducedMutations < 2 }
+        let changes = unchanged.map { Mutations<Mutation>.just($0.action == .increase ? .increaseValue : .decreaseValue) }
+        return .concat(changes + [.just(.setLoading(false))])
+    }
+
     /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state

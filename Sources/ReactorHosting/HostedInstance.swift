@@ -163,6 +163,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 let json = JSONCoding.encodeState(state)
                 let write = SessionWrite.version(id: instanceID, version: version, state: json,
                                                  startedThrough: runtime.startedThroughForObserver,
+                                                 producedBy: runtime.producingActionForObserver,
                                                  lastActivity: context.wallClock())
                 committer.enqueue(write) { publisher.publish(state, version: version, json: json) }
             }
@@ -187,16 +188,18 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     /// the acknowledged ones that had not started.
     private func resume(_ restored: Restoration<R>) {
         let label = InstanceID.logLabel(id)
-        for (seq, action) in restored.interrupted {
+        for interrupted in restored.interrupted {
+            let seq = interrupted.sequence
             context.logger.warning("action interrupted by a crash; handed to the reactor's recovery hook",
-                                   metadata: ["instance": "\(label)", "action": "\(seq)"])
+                                   metadata: ["instance": "\(label)", "action": "\(seq)",
+                                              "reducedMutations": "\(interrupted.reducedMutations)"])
             let failure = MutationFailure(actionSequence: seq, errorType: "InterruptedAction",
-                                          message: InterruptedAction(sequence: seq).description)
+                                          message: "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it")
             timeline.retain(event: context.errorEvent(failure))
             context.committer?.enqueue(.settle(id: id, seq: seq))
         }
         if !restored.interrupted.isEmpty {
-            reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted.map(\.action)), reactor: reactor)
+            reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted), reactor: reactor)
         }
         for (seq, action, json) in restored.unstarted {
             let receipt = reactor.send(action)
@@ -272,7 +275,7 @@ struct Restoration<R: Reactor> {
     let stored: StoredSession
     let state: R.State
     let unstarted: [(seq: UInt64, action: R.Action, json: [UInt8])]
-    let interrupted: [(seq: UInt64, action: R.Action)]
+    let interrupted: [InterruptedAction<R.Action>]
 
     /// Decodes `stored`; throws when its state or an action no longer decodes as this type's.
     init(_ stored: StoredSession) throws(HostingError) {
@@ -283,25 +286,23 @@ struct Restoration<R: Reactor> {
             throw HostingError.storeUnavailable("the stored state of a \(stored.type) does not decode: \(error)")
         }
         var unstarted: [(UInt64, R.Action, [UInt8])] = []
-        var interrupted: [(UInt64, R.Action)] = []
+        var interrupted: [InterruptedAction<R.Action>] = []
         let rawValue = RawValueDecoder(R.Action.self)
-        for (seq, json) in stored.pendingActions {
-            let action = try ActionDecoding.decode(R.Action.self, from: json, rawValue: rawValue)
-            if seq > stored.startedThrough {
-                unstarted.append((seq, action, json))
+        for pending in stored.pendingActions {
+            let action: R.Action
+            do {
+                action = try ActionDecoding.decode(R.Action.self, from: pending.action, rawValue: rawValue)
+            } catch {
+                throw HostingError.storeUnavailable("a stored action of a \(stored.type) does not decode: \(error)")
+            }
+            if pending.seq > stored.startedThrough {
+                unstarted.append((pending.seq, action, pending.action))
             } else {
-                interrupted.append((seq, action))
+                interrupted.append(InterruptedAction(action: action, sequence: pending.seq,
+                                                     reducedMutations: pending.producedVersions))
             }
         }
         self.unstarted = unstarted
         self.interrupted = interrupted
-    }
-}
-
-/// The error reported for an action a crash cut off mid-flight.
-struct InterruptedAction: Error, CustomStringConvertible {
-    let sequence: UInt64
-    var description: String {
-        "action \(sequence) was interrupted by a restart; the reactor's recovery hook decided what to do with it"
     }
 }

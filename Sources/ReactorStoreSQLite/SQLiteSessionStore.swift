@@ -49,6 +49,7 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE INDEX IF NOT EXISTS sessions_by_last_activity ON sessions(last_activity);
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
+                produced_by INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY(id, version)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS actions(
                 id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
@@ -139,7 +140,7 @@ public final class SQLiteSessionStore: SessionStore {
             switch write {
             case .accept(let id, let seq, _): acceptedInBatch.insert(ActionKey(id: id, seq: seq))
             case .settle(let id, let seq): settledInBatch.insert(ActionKey(id: id, seq: seq))
-            case .version(let id, let version, _, _, _): lastVersion[id] = max(lastVersion[id] ?? 0, version)
+            case .version(let id, let version, _, _, _, _): lastVersion[id] = max(lastVersion[id] ?? 0, version)
             default: break
             }
         }
@@ -171,7 +172,7 @@ public final class SQLiteSessionStore: SessionStore {
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 try statement.run()
-            case .version(let id, let version, let state, let startedThrough, let lastActivity):
+            case .version(let id, let version, let state, let startedThrough, let producedBy, let lastActivity):
                 if lastVersion[id] == version {
                     let session = try connection.statement("""
                         UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
@@ -185,7 +186,9 @@ public final class SQLiteSessionStore: SessionStore {
                     try session.run()
                     if session.changes == 0, try contains(id: id, on: connection) { stale.insert(id) }
                 }
-                if !stale.contains(id) { try insertHistory(id: id, version: version, state: state, on: connection) }
+                if !stale.contains(id) {
+                    try insertHistory(id: id, version: version, state: state, producedBy: producedBy, on: connection)
+                }
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
                 statement.bind(1, lastActivity)
@@ -204,13 +207,16 @@ public final class SQLiteSessionStore: SessionStore {
         return stale
     }
 
-    private func insertHistory(id: String, version: UInt64, state: [UInt8], on connection: SQLiteConnection) throws(SessionStoreError) {
+    private func insertHistory(id: String, version: UInt64, state: [UInt8], producedBy: UInt64 = 0,
+                               on connection: SQLiteConnection) throws(SessionStoreError) {
         let statement = try connection.statement("""
-            INSERT OR REPLACE INTO history(id, version, state) SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)
+            INSERT OR REPLACE INTO history(id, version, state, produced_by)
+            SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)
             """)
         statement.bind(1, id)
         statement.bind(2, version)
         statement.bind(3, blob: state)
+        statement.bind(4, producedBy)
         try statement.run()
     }
 
@@ -263,9 +269,15 @@ public final class SQLiteSessionStore: SessionStore {
             let history = try connection.statement("SELECT version, state FROM history WHERE id = ? ORDER BY version")
             history.bind(1, id)
             while try history.next() { stored.history.append((history.uint64(0), history.blob(1))) }
-            let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
+            let actions = try connection.statement("""
+                SELECT a.seq, a.action, (SELECT count(*) FROM history h WHERE h.id = a.id AND h.produced_by = a.seq)
+                FROM actions a WHERE a.id = ? ORDER BY a.seq
+                """)
             actions.bind(1, id)
-            while try actions.next() { stored.pendingActions.append((actions.uint64(0), actions.blob(1))) }
+            while try actions.next() {
+                stored.pendingActions.append(PendingAction(seq: actions.uint64(0), action: actions.blob(1),
+                                                           producedVersions: Int(actions.int64(2))))
+            }
             return stored
         }
     }

@@ -32,6 +32,7 @@ public enum JSONText {
     }
 
     /// Appends an integer in decimal, as `description` writes it, without making a string.
+    @inlinable
     public static func appendInteger(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
         if let small = Int64(exactly: value) {
             if small < 0 { bytes.append(UInt8(ascii: "-")) }
@@ -44,6 +45,7 @@ public enum JSONText {
     }
 
     /// How many decimal digits `appendInteger` writes for `value`.
+    @inlinable
     public static func decimalDigitCount(of value: UInt64) -> Int {
         var digits = 1
         var rest = value
@@ -54,7 +56,8 @@ public enum JSONText {
         return digits
     }
 
-    private static func appendDigits(of magnitude: UInt64, to bytes: inout [UInt8]) {
+    @usableFromInline
+    static func appendDigits(of magnitude: UInt64, to bytes: inout [UInt8]) {
         // 20 digits hold any UInt64.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var rest = magnitude

@@ -45,7 +45,9 @@ class Server:
     #: own temporary directory (which keeps only the last few runs).
     log_directory: Path | None = None
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, store: str | None = None) -> None:
+        """Starts a server. It keeps its sessions in `store` (a `--store` value) when given, else
+        in a new SQLite file of its own (unless `args` or `env` name a store)."""
         binary = server_binary()
         if not binary.is_file():
             pytest.fail(f"no reactor-server binary at {binary}: build it (swift build) or set REACTOR_SERVER_BIN")
@@ -55,7 +57,12 @@ class Server:
                    "--counter-delay-ms", "20", "--search-latency-ms", "20", *args]
         process_env = {key: value for key, value in os.environ.items()
                        if key not in {"HOST", "PORT", "COUNTER_DELAY_MS"}}
+        if store is None and "--store" not in args and "STORE" not in (env or {}):
+            store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-store-")) / "sessions.sqlite")
+        if store is not None:
+            process_env["STORE"] = store
         process_env.update(env or {})
+        self.store = process_env.get("STORE")
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log,
                                         stdin=subprocess.DEVNULL, env=process_env)
         self.host, self.port = self._read_address()

@@ -6,6 +6,8 @@ public final class InMemorySessionStore: SessionStore {
     private struct Session {
         var stored: StoredSession
         var pending: [UInt64: [UInt8]] = [:]
+        /// Versions produced by each pending action.
+        var produced: [UInt64: Int] = [:]
     }
 
     private let sessions = Locked<[String: Session]>([:])
@@ -29,7 +31,8 @@ public final class InMemorySessionStore: SessionStore {
                     sessions[id]?.pending[seq] = action
                 case .settle(let id, let seq):
                     sessions[id]?.pending[seq] = nil
-                case .version(let id, let version, let state, let startedThrough, let lastActivity):
+                    sessions[id]?.produced[seq] = nil
+                case .version(let id, let version, let state, let startedThrough, let producedBy, let lastActivity):
                     guard var session = sessions[id] else { continue }
                     guard version > session.stored.version else {
                         stale.insert(id)
@@ -41,6 +44,7 @@ public final class InMemorySessionStore: SessionStore {
                     session.stored.lastActivity = max(session.stored.lastActivity, lastActivity)
                     session.stored.history.append((version, state))
                     session.stored.history.removeFirst(max(0, session.stored.history.count - historyCapacity))
+                    if producedBy != 0 { session.produced[producedBy, default: 0] += 1 }
                     sessions[id] = session
                 case .touch(let id, let lastActivity):
                     if let current = sessions[id]?.stored.lastActivity {
@@ -58,7 +62,9 @@ public final class InMemorySessionStore: SessionStore {
         sessions.withLock { sessions in
             guard let session = sessions[id] else { return nil }
             var stored = session.stored
-            stored.pendingActions = session.pending.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            stored.pendingActions = session.pending.sorted { $0.key < $1.key }.map {
+                PendingAction(seq: $0.key, action: $0.value, producedVersions: session.produced[$0.key] ?? 0)
+            }
             return stored
         }
     }

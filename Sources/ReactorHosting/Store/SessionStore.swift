@@ -37,8 +37,10 @@ public enum SessionWrite: Sendable {
     /// cancelled). Its record is dropped.
     case settle(id: String, seq: UInt64)
     /// A published state. `startedThrough` is the highest action sequence whose `mutate` had been
-    /// called when it was published: pending actions after it had not started.
-    case version(id: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64)
+    /// called when it was published: pending actions after it had not started. `producedBy` is the
+    /// sequence of the action whose mutation produced it (0: none did).
+    case version(id: String, version: UInt64, state: [UInt8], startedThrough: UInt64, producedBy: UInt64,
+                 lastActivity: Int64)
     /// The session's last activity, written when it leaves memory.
     case touch(id: String, lastActivity: Int64)
     /// The session is gone, with its history and pending actions.
@@ -58,12 +60,13 @@ public struct StoredSession: Sendable, Equatable {
     public var lastActivity: Int64
     /// The kept history, oldest first, ending with `version`: `(version, state JSON)`.
     public var history: [(version: UInt64, state: [UInt8])]
-    /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`.
-    public var pendingActions: [(seq: UInt64, action: [UInt8])]
+    /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`, with how many
+    /// kept versions each produced.
+    public var pendingActions: [PendingAction]
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [(version: UInt64, state: [UInt8])], pendingActions: [(seq: UInt64, action: [UInt8])]) {
+                history: [(version: UInt64, state: [UInt8])], pendingActions: [PendingAction]) {
         self.type = type
         self.version = version
         self.state = state
@@ -78,8 +81,24 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.startedThrough == rhs.startedThrough && lhs.lastActivity == rhs.lastActivity
             && lhs.history.map(\.version) == rhs.history.map(\.version)
             && lhs.history.map(\.state) == rhs.history.map(\.state)
-            && lhs.pendingActions.map(\.seq) == rhs.pendingActions.map(\.seq)
-            && lhs.pendingActions.map(\.action) == rhs.pendingActions.map(\.action)
+            && lhs.pendingActions == rhs.pendingActions
+    }
+}
+
+/// An accepted action that had not settled when its session was stored.
+public struct PendingAction: Sendable, Equatable {
+    /// Its sequence on the instance.
+    public var seq: UInt64
+    /// Its JSON, as it was sent.
+    public var action: [UInt8]
+    /// How many of the stored versions it produced (its mutations reduced and kept).
+    public var producedVersions: Int
+
+    /// A pending action.
+    public init(seq: UInt64, action: [UInt8], producedVersions: Int = 0) {
+        self.seq = seq
+        self.action = action
+        self.producedVersions = producedVersions
     }
 }
 

@@ -23,9 +23,14 @@ final class ServerProcess: Sendable {
         return fromArgument.appendingPathComponent("reactor-server")
     }
 
-    /// Starts the server and waits (bounded) for the line announcing its port.
+    /// Starts the server and waits (bounded) for the line announcing its port. Unless told
+    /// otherwise, it keeps its sessions in a new SQLite store of its own.
     init(arguments: [String] = [], environment: [String: String] = [:]) throws {
         var env = ProcessInfo.processInfo.environment
+        if environment["STORE"] == nil && !arguments.contains("--store") {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reactor-server-\(UUID().uuidString)")
+            env["STORE"] = "sqlite:" + directory.appendingPathComponent("sessions.sqlite").path
+        }
         for (key, value) in environment { env[key] = value }
         let process = try SpawnedProcess(
             executable: Self.executable.path,
