@@ -22,13 +22,13 @@ import Testing
             let stale = try store.commit([
                 .create(id: "a", type: "counter", state: bytes(#"{"value":0}"#), lastActivity: 100),
                 .accept(id: "a", seq: 1, action: bytes(#""increase""#)),
-                .version(id: "a", version: 1, state: bytes(#"{"value":1}"#), startedThrough: 1, lastActivity: 110),
+                .version(id: "a", version: 1, state: bytes(#"{"value":1}"#), startedThrough: 1, producedBy: 1, lastActivity: 110),
                 .accept(id: "a", seq: 2, action: bytes(#""decrease""#)),
             ])
             #expect(stale.isEmpty)
             _ = try store.commit([
                 .settle(id: "a", seq: 1),
-                .version(id: "a", version: 2, state: bytes(#"{"value":2}"#), startedThrough: 2, lastActivity: 120),
+                .version(id: "a", version: 2, state: bytes(#"{"value":2}"#), startedThrough: 2, producedBy: 2, lastActivity: 120),
             ])
             store.close()
         }
@@ -41,8 +41,7 @@ import Testing
         #expect(loaded.lastActivity == 120)
         #expect(loaded.history.map(\.version) == [0, 1, 2])
         #expect(loaded.history.map(\.state) == [#"{"value":0}"#, #"{"value":1}"#, #"{"value":2}"#].map(bytes))
-        #expect(loaded.pendingActions.map(\.seq) == [2])
-        #expect(loaded.pendingActions.map(\.action) == [bytes(#""decrease""#)])
+        #expect(loaded.pendingActions == [PendingAction(seq: 2, action: bytes(#""decrease""#), producedVersions: 1)])
         #expect(try reopened.load(id: "b") == nil)
         #expect(try reopened.contains(id: "a"))
         #expect(try !reopened.contains(id: "b"))
@@ -53,7 +52,7 @@ import Testing
         var writes: [SessionWrite] = [.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)]
         for version in 1...10 as ClosedRange<UInt64> {
             writes.append(.accept(id: "a", seq: version, action: bytes("\(version)")))
-            writes.append(.version(id: "a", version: version, state: bytes("\(version)"), startedThrough: version, lastActivity: 0))
+            writes.append(.version(id: "a", version: version, state: bytes("\(version)"), startedThrough: version, producedBy: 0, lastActivity: 0))
             writes.append(.settle(id: "a", seq: version))
         }
         _ = try store.commit(writes)
@@ -67,9 +66,9 @@ import Testing
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
         _ = try store.commit([
             .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
-            .version(id: "a", version: 5, state: bytes("5"), startedThrough: 1, lastActivity: 0),
+            .version(id: "a", version: 5, state: bytes("5"), startedThrough: 1, producedBy: 0, lastActivity: 0),
         ])
-        let stale = try store.commit([.version(id: "a", version: 3, state: bytes("3"), startedThrough: 1, lastActivity: 0)])
+        let stale = try store.commit([.version(id: "a", version: 3, state: bytes("3"), startedThrough: 1, producedBy: 0, lastActivity: 0)])
         #expect(stale == ["a"])
         #expect(try store.load(id: "a")?.version == 5)
         // Versions 2 through 5 are kept (capacity 4); the refused version 3 is not among them.
@@ -82,7 +81,7 @@ import Testing
             .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
             .accept(id: "a", seq: 1, action: bytes("1")),
             .delete(id: "a"),
-            .version(id: "a", version: 1, state: bytes("1"), startedThrough: 1, lastActivity: 0),
+            .version(id: "a", version: 1, state: bytes("1"), startedThrough: 1, producedBy: 0, lastActivity: 0),
             .accept(id: "a", seq: 2, action: bytes("2")),
         ])
         #expect(try store.load(id: "a") == nil)
