@@ -472,9 +472,10 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     /// Applies mutations that belong to no action (a recovery hook's), as an action's would be.
+    /// They count as in flight under sequence 0, which no action has, until they finish.
     package func apply(_ mutations: Mutations<R.Mutation>, reactor: R) {
         ensureStarted(reactor)
-        spawn(mutations, sequence: nil, reactor: reactor)
+        spawn(mutations, sequence: 0, reactor: reactor)
     }
 
     /// Whether any action's mutations are still running or queued (actions sent and not yet

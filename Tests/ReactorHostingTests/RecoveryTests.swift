@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import ReactorCore
+import ReactorExamples
+import Testing
+@testable import ReactorHosting
+
+/// How a host brings stored sessions back: the stored session is written as a crash would have
+/// left it, then activated by its first request.
+@Suite struct RecoveryTests {
+    private let store = InMemorySessionStore(historyCapacity: 16)
+
+    private func makeHost(durability: Durability = .sync) -> ReactorHost {
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = store
+        configuration.durability = durability
+        configuration.historyCapacity = 16
+        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                           errorEvent: { Array("error \($0.actionSequence ?? 0)".utf8) })
+    }
+
+    private func state(value: Int, isLoading: Bool, alerts: Int = 0) -> [UInt8] {
+        let alert = alerts == 0 ? #"{"count":0,"value":null}"# : #"{"count":\#(alerts),"value":"increased!"}"#
+        return Array(#"{"alertMessage":\#(alert),"isLoading":\#(isLoading),"value":\#(value)}"#.utf8)
+    }
+
+    /// The instance's state once the actions `sequences` (0: the recovery hook's mutations) have
+    /// settled and their states are committed.
+    private func settledState(_ host: ReactorHost, _ id: String, after sequences: [UInt64]) async throws -> CounterReactor.State {
+        let instance = try #require(try host.instance(id: id))
+        for sequence in sequences {
+            await withCheckedContinuation { continuation in
+                instance.whenSettled(ActionReceipt(sequence: sequence)) { continuation.resume() }
+            }
+        }
+        #expect(!instance.isBusy)
+        return try JSONDecoder().decode(CounterReactor.State.self, from: Data(instance.timeline.latest.json))
+    }
+
+    @Test func anAcknowledgedActionThatHadNotStartedRunsOnceAfterActivation() async throws {
+        _ = try store.commit([
+            .create(id: "AAAAAAAAAAAAAAAAAAAAAA", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .accept(id: "AAAAAAAAAAAAAAAAAAAAAA", seq: 1, action: Array(#""increase""#.utf8)),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let recovered = try await settledState(host, "AAAAAAAAAAAAAAAAAAAAAA", after: [1])
+        #expect(recovered.value == 1)
+        #expect(!recovered.isLoading)
+        let stored = try #require(try store.load(id: "AAAAAAAAAAAAAAAAAAAAAA"))
+        #expect(stored.pendingActions.isEmpty)
+        #expect(stored.version == 4)
+        #expect(try JSONDecoder().decode(CounterReactor.State.self, from: Data(stored.state)) == recovered)
+    }
+
+    @Test(arguments: [(1, 1), (2, 0), (3, 0)])
+    func anInterruptedActionGoesToTheHookWhichFinishesItExactlyOnce(kept: Int, expectedIncrease: Int) async throws {
+        // The increase (seq 1) had `kept` of its four states committed when the process died.
+        let states = [state(value: 0, isLoading: true), state(value: 1, isLoading: true), state(value: 1, isLoading: false)]
+        var writes: [SessionWrite] = [
+            .create(id: "BBBBBBBBBBBBBBBBBBBBBB", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .accept(id: "BBBBBBBBBBBBBBBBBBBBBB", seq: 1, action: Array(#""increase""#.utf8)),
+        ]
+        for version in 1...kept {
+            writes.append(.version(id: "BBBBBBBBBBBBBBBBBBBBBB", version: UInt64(version), state: states[version - 1],
+                                   startedThrough: 1, producedBy: 1, lastActivity: 0))
+        }
+        _ = try store.commit(writes)
+        let host = makeHost()
+        defer { host.shutdown() }
+        let recovered = try await settledState(host, "BBBBBBBBBBBBBBBBBBBBBB", after: [0])
+        let valueBefore = kept >= 2 ? 1 : 0
+        #expect(recovered.value == valueBefore + expectedIncrease)
+        #expect(recovered.value == 1)
+        #expect(!recovered.isLoading)
+        // Reported to every stream that opens, and no longer pending.
+        let instance = try #require(try host.instance(id: "BBBBBBBBBBBBBBBBBBBBBB"))
+        let subscriber = RecordingSubscriber()
+        try instance.timeline.attach(subscriber)
+        #expect(subscriber.events == [Array("error 1".utf8)])
+        #expect(try store.load(id: "BBBBBBBBBBBBBBBBBBBBBB")?.pendingActions.isEmpty == true)
+    }
+
+    @Test func aRestoredInstanceResumesItsVersionsAndReplaysItsStoredHistory() async throws {
+        _ = try store.commit([
+            .create(id: "CCCCCCCCCCCCCCCCCCCCCC", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .version(id: "CCCCCCCCCCCCCCCCCCCCCC", version: 1, state: state(value: 0, isLoading: true),
+                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+            .version(id: "CCCCCCCCCCCCCCCCCCCCCC", version: 2, state: state(value: 1, isLoading: true),
+                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: "CCCCCCCCCCCCCCCCCCCCCC"))
+        #expect(instance.timeline.latest.version == 2)
+        #expect(instance.timeline.states(after: 0)?.map(\.version) == [1, 2])
+        #expect(instance.timeline.states(after: 0)?.first?.json == state(value: 0, isLoading: true))
+        let (receipt, ticket) = try instance.send(actionJSON: Array(#""increase""#.utf8))
+        #expect(receipt.sequence == 2)
+        #expect(ticket != nil)
+        _ = try await settledState(host, "CCCCCCCCCCCCCCCCCCCCCC", after: [receipt.sequence])
+        #expect(instance.timeline.latest.version == 6)
+        #expect(instance.timeline.states(after: 0)?.map(\.version) == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func deletedStaysDeletedAndUnknownIdsAreNotFound() throws {
+        let host = makeHost()
+        defer { host.shutdown() }
+        let type = try #require(host.registry.type(named: "counter"))
+        let (instance, _) = try host.create(type)
+        let id = instance.id
+        #expect(try host.delete(id: id) != nil)
+        let committed = DispatchSemaphore(value: 0)
+        host.committer!.afterQueuedWrites { committed.signal() }
+        committed.wait()
+        #expect(try store.load(id: id) == nil)
+        #expect(try host.instance(id: id) == nil)
+        #expect(try host.instance(id: "DDDDDDDDDDDDDDDDDDDDDD") == nil)
+    }
+}
+
+private final class RecordingSubscriber: TimelineSubscriber, @unchecked Sendable {
+    // `@unchecked Sendable`: the test reads `events` only after every `enqueue` has returned on
+    // its own thread (attach delivers the retained events synchronously).
+    var events: [[UInt8]] = []
+    func wake() {}
+    func enqueue(event: [UInt8]) { events.append(event) }
+}
