@@ -212,7 +212,8 @@ public final class ReactorService: Sendable {
             // the action's commit.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
                 let accepted = HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
-                if let ticket { ticket.whenCommitted { reply.send(accepted) } } else { reply.send(accepted) }
+                guard let ticket else { return reply.send(accepted) }
+                ticket.whenCommitted { committed in reply.send(committed ? accepted : Self.notCommitted.response) }
             }
         })
     }
@@ -223,9 +224,13 @@ public final class ReactorService: Sendable {
         guard let ticket else { return .now(make()) }
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
-            ticket.whenCommitted { reply.send(make()) }
+            ticket.whenCommitted { committed in reply.send(committed ? make() : Self.notCommitted.response) }
         })
     }
+
+    /// The answer when the store failed to commit what a request did: it was not accepted.
+    private static let notCommitted = Problem(HostingError.storeUnavailable(
+        "the session store failed to commit this request (see the server's log)"))
 
     private func openEvents(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let instance = try self.instance(for: request)

@@ -50,27 +50,28 @@ package final class InstanceContext: Sendable {
 /// A promise that a write reached the session store: what a reply that must not go out before
 /// the commit waits on.
 package final class CommitTicket: Sendable {
-    private let state = Locked<(done: Bool, waiters: [@Sendable () -> Void])>((false, []))
+    private let state = Locked<(outcome: Bool?, waiters: [@Sendable (Bool) -> Void])>((nil, []))
 
     package init() {}
 
-    /// Runs `body` once the write is committed (at once if it is).
-    package func whenCommitted(_ body: @escaping @Sendable () -> Void) {
-        let done = state.withLock { state -> Bool in
-            if !state.done { state.waiters.append(body) }
-            return state.done
+    /// Runs `body` once the write is committed (`true`) or its commit failed (`false`: nothing
+    /// of it may be acknowledged); at once if that is known.
+    package func whenCommitted(_ body: @escaping @Sendable (_ committed: Bool) -> Void) {
+        let outcome = state.withLock { state -> Bool? in
+            if state.outcome == nil { state.waiters.append(body) }
+            return state.outcome
         }
-        if done { body() }
+        if let outcome { body(outcome) }
     }
 
-    /// Marks the write committed and runs the waiters.
-    func complete() {
-        let waiters = state.withLock { state -> [@Sendable () -> Void] in
-            state.done = true
+    /// Records the outcome and runs the waiters.
+    func complete(_ committed: Bool) {
+        let waiters = state.withLock { state -> [@Sendable (Bool) -> Void] in
+            state.outcome = committed
             defer { state.waiters = [] }
             return state.waiters
         }
-        for waiter in waiters { waiter() }
+        for waiter in waiters { waiter(committed) }
     }
 }
 
@@ -165,7 +166,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                                                  startedThrough: runtime.startedThroughForObserver,
                                                  producedBy: runtime.producingActionForObserver,
                                                  lastActivity: context.wallClock())
-                committer.enqueue(write) { publisher.publish(state, version: version, json: json) }
+                committer.enqueue(write) { committed in
+                    // A failed commit drops the instance; its state is never shown.
+                    if committed { publisher.publish(state, version: version, json: json) }
+                }
             }
         } else {
             reactor.observeStatesUntilDisposed { state, version in
@@ -239,7 +243,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let ticket: CommitTicket?
         if case .sync = committer.durability {
             let made = CommitTicket()
-            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON)) { made.complete() }
+            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON)) { made.complete($0) }
             ticket = made
         } else {
             committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON))

@@ -58,10 +58,17 @@ package final class ReactorHost: Sendable {
         self.table = InstanceTable(limit: configuration.maxInstances)
         self.drainPool = configuration.reactorThreads > 0
             ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
+        let table = self.table
         self.committer = configuration.store.map {
-            GroupCommitter(store: $0, durability: configuration.durability, logger: logger) { stale in
-                logger.error("session store refused stale writes", metadata: ["instances": "\(stale.count)"])
-            }
+            GroupCommitter(
+                store: $0, durability: configuration.durability, logger: logger,
+                staleWriters: { stale in
+                    logger.error("session store refused stale writes", metadata: ["instances": "\(stale.count)"])
+                },
+                failedInstances: { ids in
+                    // Memory must not run ahead of the store: these come back as last committed.
+                    for id in ids { table.remove(id)?.dispose(.unavailable) }
+                })
         }
         self.context = InstanceContext(
             now: configuration.now, wallClock: configuration.wallClock,
@@ -197,7 +204,7 @@ package final class ReactorHost: Sendable {
             return nil
         }
         let ticket = CommitTicket()
-        committer.enqueue(write) { ticket.complete() }
+        committer.enqueue(write) { ticket.complete($0) }
         return ticket
     }
 

@@ -2,6 +2,9 @@ import Locking
 
 /// Why an instance's event streams end.
 package enum StreamEndReason: String, Sendable {
+    /// The session store failed to keep what the instance did; it comes back, as last
+    /// committed, on the next request.
+    case unavailable
     case deleted
     case expired
     case shutdown

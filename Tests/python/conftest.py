@@ -296,8 +296,8 @@ def start_server():
     """Starts extra servers with other flags; each is stopped when the test ends."""
     started: list[Server] = []
 
-    def start(*args: str, env: dict[str, str] | None = None) -> Server:
-        instance = Server(*args, env=env)
+    def start(*args: str, env: dict[str, str] | None = None, store: str | None = None) -> Server:
+        instance = Server(*args, env=env, store=store)
         started.append(instance)
         return instance
 

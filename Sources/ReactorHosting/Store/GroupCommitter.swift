@@ -25,34 +25,44 @@ public enum Durability: Sendable, Equatable {
 /// the writes were queued; that is when an action is acknowledged and a state published. With
 /// ``Durability/async`` completions run at once and the thread commits every flush interval.
 ///
-/// When a commit fails (a full disk, a store gone away) nothing is dropped: the batch is tried
-/// again, with a growing pause, until it commits, and ``isHealthy`` is false meanwhile so that
-/// new actions are refused rather than queued behind it.
+/// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
+/// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
+/// (``failedInstances``), so that memory never runs ahead of the store; their next request loads
+/// them as last committed. For ``retryPause`` after a failure ``lastError`` is set and new work
+/// should be refused; then writes are tried again, and service resumes once one commits.
 package final class GroupCommitter: Sendable {
     private struct Queue {
         var writes: [SessionWrite] = []
-        var completions: [@Sendable () -> Void] = []
+        var completions: [@Sendable (Bool) -> Void] = []
         var isSleeping = false
         var isStopping = false
         var lastError: SessionStoreError?
+        var failedAt: UInt64 = 0
     }
 
     package let store: any SessionStore
     package let durability: Durability
+    /// How long new work is refused after a failed commit, before writes are tried again.
+    package let retryPause: Duration
     private let queue = Locked(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let logger: Logger
     /// Told of ids whose version writes a newer writer had overtaken.
     private let staleWriters: @Sendable (Set<String>) -> Void
+    /// Told of the ids a failed batch touched.
+    private let failedInstances: @Sendable (Set<String>) -> Void
 
     /// Starts the committing thread.
-    package init(store: any SessionStore, durability: Durability, logger: Logger,
-                 staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in }) {
+    package init(store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
+                 staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
+                 failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }) {
         self.store = store
         self.durability = durability
         self.logger = logger
+        self.retryPause = retryPause
         self.staleWriters = staleWriters
+        self.failedInstances = failedInstances
         var error: Int32 = 0
         guard let thread = startThread({ [self] in run() }, error: &error) else {
             fatalError("could not start the session store's commit thread (error \(error))")
@@ -60,15 +70,21 @@ package final class GroupCommitter: Sendable {
         pthread_detach(thread)
     }
 
-    /// False while commits fail; new actions should then be refused.
-    package var isHealthy: Bool { queue.withLock { $0.lastError == nil } }
+    /// The error of the last failed commit, for ``retryPause`` after it: new work should then be
+    /// refused. Nil otherwise.
+    package var lastError: SessionStoreError? {
+        queue.withLock { queue in
+            guard let error = queue.lastError else { return nil }
+            if DispatchTime.now().uptimeNanoseconds &- queue.failedAt >= retryPause.nanoseconds {
+                return nil
+            }
+            return error
+        }
+    }
 
-    /// The error of the last failed commit, while commits fail.
-    package var lastError: SessionStoreError? { queue.withLock { $0.lastError } }
-
-    /// Queues `write`; `completion` runs once it is committed (``Durability/sync``) or at once
-    /// (``Durability/async``).
-    package func enqueue(_ write: SessionWrite, completion: (@Sendable () -> Void)? = nil) {
+    /// Queues `write`; `completion` hears whether it was committed, once it was
+    /// (``Durability/sync``), or `true` at once (``Durability/async``).
+    package func enqueue(_ write: SessionWrite, completion: (@Sendable (Bool) -> Void)? = nil) {
         let signal = queue.withLock { queue -> Bool in
             queue.writes.append(write)
             guard case .sync = durability else { return false }
@@ -76,14 +92,15 @@ package final class GroupCommitter: Sendable {
             return wakeIfSleeping(&queue)
         }
         if signal { wake.signal() }
-        if case .async = durability { completion?() }
+        if case .async = durability { completion?(true) }
     }
 
-    /// Runs `body` once everything queued so far is committed (at once with ``Durability/async``).
+    /// Runs `body` once everything queued so far is committed or has failed (at once with
+    /// ``Durability/async``).
     package func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
         guard case .sync = durability else { return body() }
         let signal = queue.withLock { queue -> Bool in
-            queue.completions.append(body)
+            queue.completions.append { _ in body() }
             return wakeIfSleeping(&queue)
         }
         if signal { wake.signal() }
@@ -103,7 +120,6 @@ package final class GroupCommitter: Sendable {
     }
 
     private func run() {
-        var retryPause: Duration = .milliseconds(50)
         while true {
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 _ = wake.wait(timeout: .now() + interval.timeInterval)
@@ -120,42 +136,49 @@ package final class GroupCommitter: Sendable {
                 if case .sync = durability { wake.wait() }
                 continue
             }
-            if !writes.isEmpty {
-                do {
-                    let stale = try store.commit(writes)
-                    if !stale.isEmpty { staleWriters(stale) }
-                    if queue.withLock({ $0.lastError }) != nil {
-                        logger.notice("session store writable again; commits resume")
-                        queue.withLock { $0.lastError = nil }
-                    }
-                    retryPause = .milliseconds(50)
-                } catch {
-                    let first = queue.withLock { queue in
-                        let first = queue.lastError == nil
-                        queue.lastError = error
-                        // Put the batch back in front of what arrived meanwhile, in order.
-                        queue.writes = writes + queue.writes
-                        queue.completions = completions + queue.completions
-                        queue.isSleeping = false
-                        return first
-                    }
-                    if first {
-                        logger.error("session store commit failed; actions are refused until it succeeds",
-                                     metadata: ["error": "\(error)"])
-                    }
-                    if stopping {
-                        logger.critical("session store unwritable at shutdown; \(writes.count) writes not committed",
-                                        metadata: ["error": "\(error)"])
-                        break
-                    }
-                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + retryPause.timeInterval)
-                    retryPause = min(retryPause * 2, .seconds(1))
-                    continue
-                }
-            }
-            for completion in completions { completion() }
+            let committed = writes.isEmpty || commit(writes)
+            for completion in completions { completion(committed) }
         }
         stopped.signal()
+    }
+
+    /// Commits one batch; on failure reports it and has the instances it touched dropped.
+    private func commit(_ writes: [SessionWrite]) -> Bool {
+        do {
+            let stale = try store.commit(writes)
+            if !stale.isEmpty { staleWriters(stale) }
+            let recovered = queue.withLock { queue -> Bool in
+                defer { queue.lastError = nil }
+                return queue.lastError != nil
+            }
+            if recovered { logger.notice("session store writable again; commits resume") }
+            return true
+        } catch {
+            let first = queue.withLock { queue -> Bool in
+                defer {
+                    queue.lastError = error
+                    queue.failedAt = DispatchTime.now().uptimeNanoseconds
+                }
+                return queue.lastError == nil
+            }
+            if first {
+                logger.error("session store commit failed: the batch was not acknowledged; new work is refused for a while",
+                             metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+            }
+            failedInstances(Set(writes.map(\.instanceID)))
+            return false
+        }
+    }
+}
+
+extension SessionWrite {
+    /// The session the write is about.
+    var instanceID: String {
+        switch self {
+        case .create(let id, _, _, _), .accept(let id, _, _), .settle(let id, _), .version(let id, _, _, _, _, _),
+             .touch(let id, _), .delete(let id):
+            return id
+        }
     }
 }
 

@@ -1,0 +1,247 @@
+"""Durable sessions end to end: real servers on one SQLite store, restarted cleanly or killed
+with SIGKILL, and real clients counting what was acknowledged."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Server, request
+from faults_support import wait_for
+
+
+def fresh_store() -> str:
+    return "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-durable-")) / "sessions.sqlite")
+
+
+def kill(server: Server) -> None:
+    """SIGKILL, as a crash: nothing gets to run in the server."""
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=10)
+    server.stop()
+
+
+def state_of(server: Server, instance_id: str) -> dict:
+    reply = server.request("GET", f"/reactors/{instance_id}")
+    assert reply.status == 200, reply
+    return reply.json()
+
+
+def settled_state(server: Server, instance_id: str) -> dict:
+    """The instance's state once nothing changes it any more: not loading, and the same version
+    on two reads with a `?wait=true` round trip of a read-only kind in between is not possible
+    for a counter, so this waits (bounded) until the state stops loading."""
+    return wait_for(lambda: (lambda snapshot: snapshot if not snapshot["state"]["isLoading"] else None)(
+        state_of(server, instance_id)), timeout=15, what=f"instance {instance_id[:4]}… to stop loading")
+
+
+def test_a_clean_restart_keeps_versions_states_and_history(start_server):
+    store = fresh_store()
+    first = start_server(store=store)
+    counter = first.create("counter")["id"]
+    stream = first.events(counter)
+    for _ in range(3):
+        reply = first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"')
+        assert reply.status == 200, reply
+    before = state_of(first, counter)
+    seen = stream.states_until(lambda state: state["value"] == 3 and state["alertMessage"]["count"] == 3)
+    stream.close()
+    deleted = first.create("counter")["id"]
+    assert first.request("DELETE", f"/reactors/{deleted}").status == 204
+    assert first.stop() == 0
+
+    second = start_server(store=store)
+    assert state_of(second, counter) == before
+    assert second.request("GET", f"/reactors/{deleted}").status == 404
+    # Last-Event-ID replays the versions after it from the stored history, byte for byte.
+    resumed = second.events(counter, headers={"Last-Event-ID": "1"})
+    replayed = resumed.states_until(lambda state: state["alertMessage"]["count"] == 3)
+    resumed.close()
+    assert [(event.id, event.data) for event in replayed] == [(event.id, event.data) for event in seen if int(event.id) > 1]
+    # New actions continue the same versions.
+    reply = second.request("POST", f"/reactors/{counter}/actions?wait=true", '"decrease"')
+    assert reply.status == 200 and reply.json()["version"] == before["version"] + 4
+    assert reply.json()["state"]["value"] == 2
+
+
+class Hammer(threading.Thread):
+    """Posts increases to its counters until stopped; counts what was acknowledged (202) and what
+    got no answer (the server died under it)."""
+
+    def __init__(self, server: Server, counters: list[str], stop: threading.Event, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.server, self.counters, self.stop_event, self.seed = server, counters, stop, seed
+        self.acknowledged = {counter: 0 for counter in counters}
+        self.unanswered = {counter: 0 for counter in counters}
+        self.sent = 0
+
+    def run(self) -> None:
+        index = self.seed
+        connection = http.client.HTTPConnection(self.server.host, self.server.port, timeout=5)
+        while not self.stop_event.is_set() and self.sent < 20_000:
+            counter = self.counters[index % len(self.counters)]
+            index += 7
+            self.sent += 1
+            try:
+                connection.request("POST", f"/reactors/{counter}/actions", body=b'"increase"')
+                response = connection.getresponse()
+                response.read()
+                if response.status == 202:
+                    self.acknowledged[counter] += 1
+                else:
+                    raise AssertionError(f"unexpected {response.status}")
+            except (OSError, http.client.HTTPException):
+                self.unanswered[counter] += 1
+                return
+
+
+def test_kill_during_load_loses_nothing_acknowledged(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counters = [server.create("counter")["id"] for _ in range(20)]
+    stop = threading.Event()
+    hammers = [Hammer(server, counters, stop, seed) for seed in range(32)]
+    for hammer in hammers:
+        hammer.start()
+    # Kill once a good number of actions were acknowledged (bounded).
+    wait_for(lambda: sum(sum(h.acknowledged.values()) for h in hammers) >= 2000, timeout=30,
+             what="2,000 acknowledged actions")
+    kill(server)
+    stop.set()
+    for hammer in hammers:
+        hammer.join(timeout=10)
+
+    restarted = start_server("--counter-delay-ms", "0", store=store)
+    total_acknowledged = 0
+    for counter in counters:
+        acknowledged = sum(hammer.acknowledged[counter] for hammer in hammers)
+        unanswered = sum(hammer.unanswered[counter] for hammer in hammers)
+        total_acknowledged += acknowledged
+        state = settled_state(restarted, counter)["state"]
+        assert acknowledged <= state["value"] <= acknowledged + unanswered, (counter[:4], acknowledged, unanswered, state)
+        assert state["isLoading"] is False
+    assert total_acknowledged >= 2000
+
+
+def test_kill_mid_flight_finishes_every_acknowledged_action_once(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "300", store=store)
+    counters = [server.create("counter")["id"] for _ in range(5)]
+    streams = [server.events(counter) for counter in counters]
+    for counter in counters:
+        assert server.request("POST", f"/reactors/{counter}/actions", '"increase"').status == 202
+    # Every counter shows its loading state (committed: sync durability shows nothing earlier).
+    for stream in streams:
+        stream.states_until(lambda state: state["isLoading"])
+        stream.close()
+    kill(server)
+
+    restarted = start_server("--counter-delay-ms", "300", store=store)
+    for counter in counters:
+        errors = restarted.events(counter)
+        report = errors.next()
+        while report is not None and report.event != "error":
+            report = errors.next()
+        assert report is not None and report.json()["action"] == 1, report
+        errors.close()
+        state = settled_state(restarted, counter)["state"]
+        assert state["value"] == 1 and state["isLoading"] is False, state
+
+
+def test_passivated_instances_come_back_under_load(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", "--passivate-after-s", "1", store=store)
+    idle = [server.create("counter")["id"] for _ in range(10)]
+    busy = server.create("counter")["id"]
+    for counter in idle:
+        assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    before = {counter: state_of(server, counter) for counter in idle}
+
+    def instances_in_memory() -> float:
+        for line in server.request("GET", "/metrics").body.decode().splitlines():
+            if line.startswith("reactor_instances "):
+                return float(line.split()[1])
+        raise AssertionError("no reactor_instances in /metrics")
+
+    # The busy counter keeps working (and so stays in memory) while the idle ones leave.
+    sent = 0
+    def only_busy_left():
+        nonlocal sent
+        assert server.request("POST", f"/reactors/{busy}/actions", '"increase"').status == 202
+        sent += 1
+        return instances_in_memory() == 1
+    wait_for(only_busy_left, timeout=20, what="idle instances to leave memory", interval=0.1)
+
+    for counter in idle:
+        assert state_of(server, counter) == before[counter]  # activated, unchanged
+        reply = server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"')
+        assert reply.status == 200
+        assert reply.json()["version"] == before[counter]["version"] + 4
+        assert reply.json()["state"]["value"] == 2
+    assert settled_state(server, busy)["state"]["value"] == sent
+
+
+def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
+    path = tmp_path / "sessions.sqlite"
+    path.write_bytes(b"not a database, but somebody's file\n" * 10)
+    before = path.read_bytes()
+    process = Server.__new__(Server)  # only the binary's path is needed
+    from conftest import server_binary
+    import subprocess
+    result = subprocess.run([str(server_binary()), "--port", "0", "--store", f"sqlite:{path}"],
+                            capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert result.returncode != 0
+    assert str(path) in result.stderr.decode()
+    assert "not a SQLite database" in result.stderr.decode()
+    assert path.read_bytes() == before
+
+
+def test_an_unwritable_store_path_stops_the_server_naming_it(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    target = blocker / "sessions.sqlite"
+    from conftest import server_binary
+    import subprocess
+    result = subprocess.run([str(server_binary()), "--port", "0", "--store", f"sqlite:{target}"],
+                            capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert result.returncode != 0
+    assert str(target) in result.stderr.decode()
+
+
+def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_server):
+    directory = Path(tempfile.mkdtemp(prefix="reactor-full-"))
+    store = f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=60"
+    server = start_server("--counter-delay-ms", "0", store=store)
+    created = []
+    full = None
+    while full is None and len(created) < 2000:
+        reply = server.request("POST", "/reactors", {"type": "todo"})
+        if reply.status == 201:
+            created.append(reply.json()["id"])
+            continue
+        full = reply
+    assert full is not None and full.status == 503, full
+    assert full.header("Content-Type") == "application/problem+json"
+    assert full.json()["type"].endswith("store-unavailable")
+    assert full.header("Retry-After")
+    # While full, actions are refused, not half-accepted.
+    refused = server.request("POST", f"/reactors/{created[0]}/actions", {"add": {"title": "x" * 200}})
+    assert refused.status == 503 and refused.header("Retry-After"), refused
+    assert server.stop() == 0
+
+    # Space returns (a larger cap): everything acknowledged is there, and service resumes.
+    bigger = f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=100000"
+    restarted = start_server("--counter-delay-ms", "0", store=bigger)
+    for instance_id in created:
+        assert restarted.request("GET", f"/reactors/{instance_id}").status == 200
+    reply = restarted.request("POST", f"/reactors/{created[0]}/actions?wait=true", {"add": {"title": "milk"}})
+    assert reply.status == 200, reply
+    assert restarted.request("POST", "/reactors", {"type": "todo"}).status == 201
