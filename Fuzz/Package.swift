@@ -14,6 +14,7 @@ let package = Package(
             name: "fuzz-requests",
             dependencies: [
                 .product(name: "ReactorHTTP", package: "ReactorServer"),
+                .product(name: "ReactorHosting", package: "ReactorServer"),
                 .product(name: "ReactorExamples", package: "ReactorServer"),
                 .product(name: "MicroHTTP", package: "ReactorServer"),
             ],

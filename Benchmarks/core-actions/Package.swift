@@ -29,6 +29,7 @@ let package = Package(
                 "MallocCounter",
                 .product(name: "MicroHTTP", package: "ReactorServer"),
                 .product(name: "ReactorHTTP", package: "ReactorServer"),
+                .product(name: "ReactorHosting", package: "ReactorServer"),
                 .product(name: "ReactorExamples", package: "ReactorServer"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -3,6 +3,7 @@ import Logging
 import MicroHTTP
 import ReactorExamples
 import Synchronization
+import ReactorHosting
 @testable import ReactorHTTP
 
 /// One fuzz input. Its first byte picks what it drives:
@@ -84,7 +85,7 @@ final class FuzzService: Sendable {
 
     /// Whatever the id, planning the resumption must not trap; one that is not a version is a 400.
     func checkResume(lastEventID input: [UInt8]) {
-        guard let id = ids.withLock({ $0["counter"] }), let instance = service.store.instance(id) else { return }
+        guard let id = ids.withLock({ $0["counter"] }), let instance = service.table.instance(id) else { return }
         let request = HTTPRequest(method: .GET, target: "/reactors/\(id)/events",
                                   headers: ["Last-Event-ID": String(decoding: input, as: UTF8.self)], body: [])
         let lastEventID: UInt64?

@@ -3,6 +3,7 @@ import MallocCounter
 import MicroHTTP
 import ReactorExamples
 import ReactorHTTP
+import ReactorHosting
 
 // The service's own cost per request, without sockets or libmicrohttpd: the request as the
 // server builds it → router → route → reactor → response (with metrics), on one thread.
