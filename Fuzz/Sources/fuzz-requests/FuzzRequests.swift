@@ -3,7 +3,7 @@ import Logging
 import MicroHTTP
 import ReactorExamples
 import Synchronization
-import ReactorHosting
+@testable import ReactorHosting
 @testable import ReactorHTTP
 
 /// One fuzz input. Its first byte picks what it drives:
@@ -37,7 +37,8 @@ func checkDecoding<Action: Decodable>(_ type: Action.Type, _ body: [UInt8]) {
     do {
         _ = try ActionDecoding.decode(type, from: body, rawValue: RawValueDecoder(type))
     } catch {
-        precondition(error.status == 400 && error.kind == "invalid-action", "unexpected problem \(error)")
+        guard case .invalidAction = error else { preconditionFailure("unexpected refusal \(error)") }
+        precondition(Problem(error).status == 400, "unexpected problem \(error)")
     }
 }
 
