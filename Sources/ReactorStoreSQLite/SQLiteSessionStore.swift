@@ -48,9 +48,9 @@ public final class SQLiteSessionStore: SessionStore {
                 started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS sessions_by_last_activity ON sessions(last_activity);
             CREATE TABLE IF NOT EXISTS history(
-                id TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
-                produced_by INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY(id, version)) WITHOUT ROWID;
+                id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
+                versions BLOB NOT NULL,
+                PRIMARY KEY(id, first_version)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS actions(
                 id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
                 PRIMARY KEY(id, seq)) WITHOUT ROWID;
@@ -129,22 +129,32 @@ public final class SQLiteSessionStore: SessionStore {
         }
     }
 
-    /// The writes of one batch, inside its transaction. What a later write of the same batch
-    /// undoes is skipped: an action accepted and settled in one batch is never written, and a
-    /// session's row takes only its latest version (every version still enters the history).
+    /// The writes of one batch, inside its transaction, in order. What a later write of the same
+    /// batch undoes is skipped: an action accepted and settled in one batch is never written. A
+    /// session's versions in the batch become one history row (a chunk) and one update of its
+    /// row, written where its last version stands in the batch.
     private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection) throws(SessionStoreError) -> Set<String> {
         var settledInBatch: Set<ActionKey> = []
         var acceptedInBatch: Set<ActionKey> = []
-        var lastVersion: [String: UInt64] = [:]
+        var versions: [String: [HistoryChunk.Entry]] = [:]
         for write in writes {
             switch write {
             case .accept(let id, let seq, _): acceptedInBatch.insert(ActionKey(id: id, seq: seq))
             case .settle(let id, let seq): settledInBatch.insert(ActionKey(id: id, seq: seq))
-            case .version(let id, let version, _, _, _, _): lastVersion[id] = max(lastVersion[id] ?? 0, version)
+            case .version(let id, let version, let state, _, let producedBy, _):
+                versions[id, default: []].append(HistoryChunk.Entry(version: version, producedBy: producedBy, state: state))
             default: break
             }
         }
         var stale: Set<String> = []
+        /// Whether each session touched so far exists (created, deleted or looked up in this batch).
+        var exists: [String: Bool] = [:]
+        func sessionExists(_ id: String) throws(SessionStoreError) -> Bool {
+            if let known = exists[id] { return known }
+            let found = try contains(id: id, on: connection)
+            exists[id] = found
+            return found
+        }
         for write in writes {
             switch write {
             case .create(let id, let type, let state, let lastActivity):
@@ -156,12 +166,11 @@ public final class SQLiteSessionStore: SessionStore {
                 session.bind(3, blob: state)
                 session.bind(4, lastActivity)
                 try session.run()
-                try insertHistory(id: id, version: 0, state: state, on: connection)
+                exists[id] = true
+                try insertChunk(id: id, HistoryChunk(entries: [.init(version: 0, producedBy: 0, state: state)]), on: connection)
             case .accept(let id, let seq, let action):
-                guard !settledInBatch.contains(ActionKey(id: id, seq: seq)) else { continue }
-                let statement = try connection.statement("""
-                    INSERT OR REPLACE INTO actions(id, seq, action) SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)
-                    """)
+                guard !settledInBatch.contains(ActionKey(id: id, seq: seq)), try sessionExists(id) else { continue }
+                let statement = try connection.statement("INSERT OR REPLACE INTO actions(id, seq, action) VALUES (?, ?, ?)")
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 statement.bind(3, blob: action)
@@ -172,23 +181,28 @@ public final class SQLiteSessionStore: SessionStore {
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 try statement.run()
-            case .version(let id, let version, let state, let startedThrough, let producedBy, let lastActivity):
-                if lastVersion[id] == version {
-                    let session = try connection.statement("""
-                        UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
-                        WHERE id = ?5 AND version < ?1
-                        """)
-                    session.bind(1, version)
-                    session.bind(2, blob: state)
-                    session.bind(3, startedThrough)
-                    session.bind(4, lastActivity)
-                    session.bind(5, id)
-                    try session.run()
-                    if session.changes == 0, try contains(id: id, on: connection) { stale.insert(id) }
+            case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
+                // Written once, at the session's last version in the batch.
+                guard let entries = versions[id], entries.last?.version == version else { continue }
+                versions[id] = nil
+                let session = try connection.statement("""
+                    UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
+                    WHERE id = ?5 AND version < ?6
+                    """)
+                session.bind(1, version)
+                session.bind(2, blob: state)
+                session.bind(3, startedThrough)
+                session.bind(4, lastActivity)
+                session.bind(5, id)
+                session.bind(6, entries[0].version)
+                try session.run()
+                if session.changes == 0 {
+                    if try sessionExists(id) { stale.insert(id) }
+                    continue
                 }
-                if !stale.contains(id) {
-                    try insertHistory(id: id, version: version, state: state, producedBy: producedBy, on: connection)
-                }
+                exists[id] = true
+                try insertChunk(id: id, HistoryChunk(entries: entries), on: connection)
+                try trimHistory(id: id, firstVersion: entries[0].version, lastVersion: version, on: connection)
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
                 statement.bind(1, lastActivity)
@@ -196,28 +210,34 @@ public final class SQLiteSessionStore: SessionStore {
                 try statement.run()
             case .delete(let id):
                 try delete(id: id, on: connection)
+                exists[id] = false
             }
-        }
-        for (id, version) in lastVersion where !stale.contains(id) && version >= UInt64(historyCapacity) {
-            let trim = try connection.statement("DELETE FROM history WHERE id = ? AND version <= ?")
-            trim.bind(1, id)
-            trim.bind(2, version - UInt64(historyCapacity))
-            try trim.run()
         }
         return stale
     }
 
-    private func insertHistory(id: String, version: UInt64, state: [UInt8], producedBy: UInt64 = 0,
-                               on connection: SQLiteConnection) throws(SessionStoreError) {
+    private func insertChunk(id: String, _ chunk: HistoryChunk, on connection: SQLiteConnection) throws(SessionStoreError) {
         let statement = try connection.statement("""
-            INSERT OR REPLACE INTO history(id, version, state, produced_by)
-            SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)
+            INSERT OR REPLACE INTO history(id, first_version, last_version, versions) VALUES (?, ?, ?, ?)
             """)
         statement.bind(1, id)
-        statement.bind(2, version)
-        statement.bind(3, blob: state)
-        statement.bind(4, producedBy)
+        statement.bind(2, chunk.entries[0].version)
+        statement.bind(3, chunk.entries[chunk.entries.count - 1].version)
+        statement.bind(4, blob: chunk.encoded())
         try statement.run()
+    }
+
+    /// Drops the chunks that hold only versions older than the history keeps; only when the
+    /// session's versions have crossed a multiple of the history's capacity, so that a busy
+    /// session pays for it once per capacity rather than once per batch.
+    private func trimHistory(id: String, firstVersion: UInt64, lastVersion: UInt64,
+                             on connection: SQLiteConnection) throws(SessionStoreError) {
+        let capacity = UInt64(historyCapacity)
+        guard lastVersion >= capacity, (firstVersion - 1) / capacity != lastVersion / capacity else { return }
+        let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
+        trim.bind(1, id)
+        trim.bind(2, lastVersion - capacity)
+        try trim.run()
     }
 
     private func delete(id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
@@ -266,17 +286,26 @@ public final class SQLiteSessionStore: SessionStore {
             var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
                                        startedThrough: session.uint64(3), lastActivity: session.int64(4),
                                        history: [], pendingActions: [])
-            let history = try connection.statement("SELECT version, state FROM history WHERE id = ? ORDER BY version")
+            let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
-            while try history.next() { stored.history.append((history.uint64(0), history.blob(1))) }
-            let actions = try connection.statement("""
-                SELECT a.seq, a.action, (SELECT count(*) FROM history h WHERE h.id = a.id AND h.produced_by = a.seq)
-                FROM actions a WHERE a.id = ? ORDER BY a.seq
-                """)
+            var entries: [HistoryChunk.Entry] = []
+            while try history.next() {
+                guard let chunk = HistoryChunk(decoding: history.blob(0)) else {
+                    history.reset()
+                    throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
+                }
+                entries += chunk.entries
+            }
+            // The capacity's worth of versions up to the latest, oldest first.
+            let capacity = UInt64(historyCapacity)
+            stored.history = entries.filter { $0.version <= stored.version && $0.version + capacity > stored.version }
+                .map { ($0.version, $0.state) }
+            let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
             actions.bind(1, id)
             while try actions.next() {
-                stored.pendingActions.append(PendingAction(seq: actions.uint64(0), action: actions.blob(1),
-                                                           producedVersions: Int(actions.int64(2))))
+                let seq = actions.uint64(0)
+                stored.pendingActions.append(PendingAction(seq: seq, action: actions.blob(1),
+                                                           producedVersions: entries.count { $0.producedBy == seq }))
             }
             return stored
         }
@@ -322,6 +351,58 @@ private func using<Result>(_ lock: Locked<SQLiteConnection>,
         }
     }
     return try outcome.get()
+}
+
+/// The versions of one session written by one batch, as one history row: for each, its version,
+/// the action that produced it and its state, as 8 + 8 + 4 bytes (little-endian) and the state.
+struct HistoryChunk {
+    struct Entry {
+        let version: UInt64
+        let producedBy: UInt64
+        let state: [UInt8]
+    }
+
+    let entries: [Entry]
+
+    init(entries: [Entry]) {
+        self.entries = entries
+    }
+
+    /// The entries of an encoded chunk; nil when the bytes are not one.
+    init?(decoding bytes: [UInt8]) {
+        var entries: [Entry] = []
+        var offset = 0
+        func integer(_ width: Int) -> UInt64? {
+            guard offset + width <= bytes.count else { return nil }
+            var value: UInt64 = 0
+            for index in (0..<width).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
+            offset += width
+            return value
+        }
+        while offset < bytes.count {
+            guard let version = integer(8), let producedBy = integer(8), let count = integer(4),
+                  offset + Int(count) <= bytes.count else { return nil }
+            entries.append(Entry(version: version, producedBy: producedBy, state: Array(bytes[offset..<offset + Int(count)])))
+            offset += Int(count)
+        }
+        guard !entries.isEmpty else { return nil }
+        self.entries = entries
+    }
+
+    func encoded() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.reduce(0) { $0 + 20 + $1.state.count })
+        func append(_ value: UInt64, width: Int) {
+            for index in 0..<width { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
+        }
+        for entry in entries {
+            append(entry.version, width: 8)
+            append(entry.producedBy, width: 8)
+            append(UInt64(entry.state.count), width: 4)
+            bytes.append(contentsOf: entry.state)
+        }
+        return bytes
+    }
 }
 
 /// An action of one session, for matching accepts and settles within a batch.
