@@ -46,7 +46,6 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE TABLE IF NOT EXISTS sessions(
                 id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
                 started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS sessions_by_last_activity ON sessions(last_activity);
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
                 versions BLOB NOT NULL,
@@ -249,7 +248,9 @@ public final class SQLiteSessionStore: SessionStore {
     }
 
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
-        try using(writer) { connection throws(SessionStoreError) -> Int in
+        // Found by a scan on the reading connection, which never holds up a commit: no index on
+        // last activity, which every version would otherwise rewrite.
+        let ids = try using(reader) { connection throws(SessionStoreError) -> [String] in
             let idle = try connection.statement("SELECT id FROM sessions WHERE last_activity < ?")
             idle.bind(1, cutoff)
             var ids: [String] = []
@@ -257,16 +258,32 @@ public final class SQLiteSessionStore: SessionStore {
                 let id = idle.text(0)
                 if !excluding.contains(id) { ids.append(id) }
             }
-            if ids.isEmpty { return 0 }
+            return ids
+        }
+        if ids.isEmpty { return 0 }
+        return try using(writer) { connection throws(SessionStoreError) -> Int in
+            var deleted = 0
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
-                for id in ids { try delete(id: id, on: connection) }
+                // Still idle: a session touched since the scan keeps its newer activity.
+                let stillIdle = try connection.statement("SELECT 1 FROM sessions WHERE id = ? AND last_activity < ?")
+                for id in ids {
+                    stillIdle.reset()
+                    stillIdle.bind(1, id)
+                    stillIdle.bind(2, cutoff)
+                    let idle = try stillIdle.next()
+                    stillIdle.reset()
+                    if idle {
+                        try delete(id: id, on: connection)
+                        deleted += 1
+                    }
+                }
                 try connection.execute("COMMIT")
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
             }
-            return ids.count
+            return deleted
         }
     }
 

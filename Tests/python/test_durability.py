@@ -249,3 +249,22 @@ def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_s
     reply = restarted.request("POST", f"/reactors/{created[0]}/actions?wait=true", {"add": {"title": "milk"}})
     assert reply.status == 200, reply
     assert restarted.request("POST", "/reactors", {"type": "todo"}).status == 201
+
+
+def test_sigterm_commits_everything_even_with_async_durability(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", "--durability", "async", "--flush-interval-ms", "1000",
+                          store=store)
+    counter = server.create("counter")["id"]
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    for _ in range(200):
+        connection.request("POST", f"/reactors/{counter}/actions", body=b'"increase"')
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 202
+    connection.close()
+    # Acknowledged at once; with a 1 s flush interval most of it is not committed yet.
+    assert server.stop() == 0
+    restarted = start_server("--counter-delay-ms", "0", store=store)
+    state = restarted.request("GET", f"/reactors/{counter}").json()
+    assert state["state"]["value"] == 200 and state["version"] == 800
