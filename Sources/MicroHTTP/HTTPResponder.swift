@@ -8,12 +8,22 @@ public final class HTTPResponder: Sendable {
     }
 
     private let state = Locked(State())
-    private let connection: ConnectionHandle
+    /// The suspended connection to resume; nil for a responder serving an in-process caller.
+    private let connection: ConnectionHandle?
     private let onRespond: @Sendable (HTTPResponder) -> Void
 
     init(connection: ConnectionHandle, onRespond: @escaping @Sendable (HTTPResponder) -> Void) {
         self.connection = connection
         self.onRespond = onRespond
+    }
+
+    /// A responder that hands the response to `deliver` instead of a connection (see
+    /// ``HTTPResponse/resolved()``).
+    init(deliver: @escaping @Sendable (HTTPResponse) -> Void) {
+        self.connection = nil
+        self.onRespond = { responder in
+            if let response = responder.takeResponse() { deliver(response) }
+        }
     }
 
     /// Sends `response`. Only the first call counts; later calls are ignored.
@@ -24,7 +34,7 @@ public final class HTTPResponder: Sendable {
             guard !state.responded else { return false }
             state.responded = true
             state.response = response
-            connection.resume()
+            connection?.resume()
             return true
         }
         if first { onRespond(self) }

@@ -72,6 +72,16 @@ public struct HTTPResponse: Sendable {
         }
     }
 
+    /// The response as a client receives it, for callers that run a router in-process (tests,
+    /// as HummingbirdTesting does): a deferred response is awaited; any other is returned as it is.
+    public func resolved() async -> HTTPResponse {
+        guard case .deferred(let start) = kind else { return self }
+        let response = await withCheckedContinuation { continuation in
+            start(HTTPResponder(deliver: { continuation.resume(returning: $0) }))
+        }
+        return await response.resolved()
+    }
+
     /// A plain-text response, handy for errors and tests.
     public static func text(_ text: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))

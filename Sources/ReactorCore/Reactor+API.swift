@@ -62,7 +62,7 @@ extension Reactor {
     ///
     /// For code generic over the reactor's type: building or reading a `StateUpdate<State>` there
     /// looks its type up at run time, once per state, which this form never needs.
-    public func observeStates(_ observer: @escaping @Sendable (_ state: State, _ version: UInt64) -> Void) -> ObservationToken {
+    package func observeStates(_ observer: @escaping @Sendable (_ state: State, _ version: UInt64) -> Void) -> ObservationToken {
         runtime.addObserver(self, receive: observer)
     }
 

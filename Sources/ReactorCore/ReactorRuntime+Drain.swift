@@ -178,18 +178,6 @@ extension ReactorRuntime {
             }
         }
 
-        /// transform(action:) → mutate → the immediate mutations; spawns a task for the rest.
-        @inlinable func applyAction(_ action: R.Action, sequence: UInt64, entry: Int) {
-            engine.startedThrough = sequence
-            engine.producingSequence = sequence
-            if let action = engine.actionFlow.apply(action, from: entry) {
-                if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
-                    runtime.spawn(rest, sequence: sequence, reactor: reactor)
-                }
-            }
-            engine.processedThrough = sequence
-        }
-
         @inlinable func process(_ work: Work) {
             switch work {
             case .action(let action, let sequence, let entry):
@@ -218,84 +206,6 @@ extension ReactorRuntime {
                 if let observer { observer.receive(engine.latest.state, engine.latest.version) }
                 synced.runCallbacks()
             }
-        }
-
-        /// What remains of an action's mutations after applying its immediate part.
-        @usableFromInline enum Outcome {
-            case done
-            case failed
-            case waiting(Mutations<R.Mutation>)
-        }
-
-        /// Applies the immediate part of `mutations` inline; returns the part that must wait.
-        @inlinable func apply(_ mutations: Mutations<R.Mutation>, sequence: UInt64) -> Outcome {
-            switch mutations.node {
-            case .empty:
-                return .done
-            case .just(let mutation):
-                reduce(mutation, entry: 0)
-                return .done
-            case .concat(let parts):
-                var index = 0
-                while index < parts.count {
-                    switch apply(parts[index], sequence: sequence) {
-                    case .done:
-                        index += 1
-                    case .failed:
-                        return .failed
-                    case .waiting(let rest):
-                        let later = parts[(index + 1)...]
-                        return .waiting(later.isEmpty ? rest : .concat([rest] + later))
-                    }
-                }
-                return .done
-            case .merge(let parts):
-                var waiting: [Mutations<R.Mutation>] = []
-                for part in parts {
-                    if case .waiting(let rest) = apply(part, sequence: sequence) { waiting.append(rest) }
-                }
-                if waiting.isEmpty { return .done }
-                return .waiting(waiting.count == 1 ? waiting[0] : .merge(waiting))
-            case .fail(let error):
-                runtime.report(MutationFailure(actionSequence: sequence, error: error))
-                return .failed
-            case .run, .delayed:
-                return .waiting(mutations)
-            case .cancellable(let id, let cancelInFlight, let inner):
-                if cancelInFlight { runtime.cancelTasks(id) }
-                let outcome = apply(inner.mutations, sequence: sequence)
-                guard case .waiting(let rest) = outcome else { return outcome }
-                return .waiting(Mutations(.cancellable(id, cancelInFlight: false, .init(rest))))
-            case .cancel(let id):
-                runtime.cancelTasks(id)
-                return .done
-            }
-        }
-
-        /// transform(mutation:) → reduce → transform(state:) → publish.
-        @inline(__always)
-        @inlinable func reduce(_ mutation: R.Mutation, entry: Int) {
-            if engine.transformsMutations {
-                guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
-                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
-            } else {
-                engine.state = reactor.reduce(state: engine.state, mutation: mutation)
-            }
-            if engine.transformsStates {
-                guard let visible = engine.stateFlow.apply(engine.state) else { return }
-                publish(visible)
-            } else {
-                publish(engine.state)
-            }
-        }
-
-        @inline(__always)
-        @inlinable func publish(_ state: R.State) {
-            let version = engine.latest.version &+ 1
-            engine.latest = StateUpdate(version: version, state: state)
-            engine.needsSync = true
-            if engine.observers.isEmpty { return }
-            for (_, observer) in engine.observers { observer.receive(state, version) }
         }
     }
 }
