@@ -100,21 +100,24 @@ public struct Mutations<Mutation: Sendable>: Sendable {
         mutations.delayed(by: duration, clock: clock)
     }
 
-    /// Marks the waiting part of these mutations with `id`, so it can be cancelled by
-    /// ``cancel(id:)`` or by a later `cancellable` part with the same id and `cancelInFlight`.
+    /// Marks these mutations with `id`, so that ``cancel(id:)``, or a later `cancellable` part
+    /// with the same id and `cancelInFlight`, ends them.
     ///
-    /// With `cancelInFlight: true` every in-flight part with this id is cancelled first: the
-    /// "latest wins" idiom (`flatMapLatest` in ReactiveX). Mutations a cancelled part had already
-    /// produced but that were not yet reduced are dropped.
+    /// The rule: cancelling an id ends exactly the mutations `cancellable(id:)` was applied to,
+    /// as `take(until:)` ends the observable it is applied to in ReactorKit. What encloses them
+    /// goes on: in `.concat(.just(.setLoading(true)), load.cancellable(id: "load"),
+    /// .just(.setLoading(false)))`, cancelling `"load"` skips the rest of the load and the concat
+    /// still ends loading; the other parts of a `merge` keep running. To cancel a whole concat,
+    /// mark the concat itself. Mutations the cancelled part sends after it was cancelled are
+    /// dropped; those it sent before are reduced.
     ///
-    /// Ids are honoured where the runtime meets them without waiting (at the top of an action's
-    /// mutations, or inside immediate `concat`/`merge` parts). Inside a part that already waits,
-    /// a nested `cancellable` simply runs its mutations; the enclosing part carries the id.
+    /// With `cancelInFlight: true` every running part with this id is cancelled first: the
+    /// "latest wins" idiom (`flatMapLatest` in ReactiveX).
     public func cancellable(id: some Hashable & Sendable, cancelInFlight: Bool = false) -> Mutations {
         Mutations(.cancellable(CancelID(id), cancelInFlight: cancelInFlight, Box(self)))
     }
 
-    /// Cancels every in-flight part marked with `id`.
+    /// Cancels every running part marked with `id` (see ``cancellable(id:cancelInFlight:)``).
     public static func cancel(id: some Hashable & Sendable) -> Mutations {
         Mutations(.cancel(CancelID(id)))
     }

@@ -116,7 +116,9 @@ extension Reactor {
     /// Whether ``dispose()`` was called.
     public var isDisposed: Bool { runtime.isDisposed }
 
-    /// While true, sent actions are recorded in ``stub`` and neither `mutate` nor `reduce` runs.
+    /// While true, sent actions are recorded in ``stub`` and neither `mutate` nor `reduce` runs;
+    /// what the `transform` hooks merge in (a global store's stream) is dropped too, so only
+    /// ``Stub/state`` changes the state, as in ReactorKit.
     public var isStubEnabled: Bool {
         get { runtime.isStubEnabled }
         set { runtime.isStubEnabled = newValue }

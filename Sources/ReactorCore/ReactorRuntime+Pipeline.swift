@@ -70,12 +70,12 @@ extension ReactorRuntime.Drain {
         case .run, .delayed:
             return .waiting(mutations)
         case .cancellable(let id, let cancelInFlight, let inner):
-            if cancelInFlight { runtime.cancelTasks(id) }
+            if cancelInFlight { runtime.cancelScopes(id) }
             let outcome = apply(inner.mutations, sequence: sequence)
             guard case .waiting(let rest) = outcome else { return outcome }
             return .waiting(Mutations(.cancellable(id, cancelInFlight: false, .init(rest))))
         case .cancel(let id):
-            runtime.cancelTasks(id)
+            runtime.cancelScopes(id)
             return .done
         }
     }

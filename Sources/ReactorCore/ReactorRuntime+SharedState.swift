@@ -26,7 +26,6 @@ extension ReactorRuntime {
     @usableFromInline struct TaskRecord: Sendable {
         @usableFromInline let task: Task<Void, Never>
         @usableFromInline let sequence: UInt64?
-        @usableFromInline let cancelIDs: [CancelID]
     }
 
     /// Everything other threads may read or change; always accessed under `shared`'s lock.
@@ -52,6 +51,8 @@ extension ReactorRuntime {
         @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
         @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
         @usableFromInline var tasks: [UInt64: TaskRecord] = [:]
+        /// The running `cancellable(id:)` parts, by scope number, with how to cancel each.
+        @usableFromInline var scopes: [UInt64: (id: CancelID, cancel: @Sendable () -> Void)] = [:]
         /// Waiting tasks per action sequence.
         @usableFromInline var unsettled: [UInt64: Int] = [:]
         @usableFromInline var stubActions: [R.Action] = []
@@ -113,6 +114,7 @@ extension ReactorRuntime {
             waitingObservers.removeAll()
             errorObservers.removeAll()
             tasks.removeAll()
+            scopes.removeAll()
             unsettled.removeAll()
             settleCallbacks.removeAll()
             return released

@@ -139,26 +139,29 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     @usableFromInline func startSources(of engine: Engine, reactor: R) {
+        // While the stub is enabled, what the transforms merge in is dropped, as the stub's state
+        // stands in for the whole pipeline.
         for (entry, source) in engine.actionFlow.sources {
             startSource(source, reactor: reactor) { shared, action in
+                if shared.isStubEnabled { return nil }
                 shared.nextSequence += 1
                 return .action(action, sequence: shared.nextSequence, entry: entry)
             }
         }
         for (entry, source) in engine.mutationFlow.sources {
-            startSource(source, reactor: reactor) { _, mutation in
-                .mutation(mutation, sequence: nil, task: nil, entry: entry)
+            startSource(source, reactor: reactor) { shared, mutation in
+                shared.isStubEnabled ? nil : .mutation(mutation, sequence: nil, task: nil, entry: entry)
             }
         }
         for (entry, source) in engine.stateFlow.sources {
-            startSource(source, reactor: reactor) { _, state in .state(state, entry: entry) }
+            startSource(source, reactor: reactor) { shared, state in shared.isStubEnabled ? nil : .state(state, entry: entry) }
         }
     }
 
     @usableFromInline func startSource<Element>(
         _ source: FlowSource<Element>,
         reactor: R,
-        work: @escaping @Sendable (inout SharedState, Element) -> Work
+        work: @escaping @Sendable (inout SharedState, Element) -> Work?
     ) {
         let weakReactor = WeakReference(reactor)
         shared.withLock { shared in
@@ -176,7 +179,6 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                     } catch {}
                 },
                 sequence: nil,
-                cancelIDs: []
             )
         }
     }
@@ -236,14 +238,15 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         return ActionReceipt(sequence: sequence)
     }
 
-    /// Enqueues the work `make` builds (under the lock) and drains if nobody else does.
-    /// Returns false when the reactor is disposed.
+    /// Enqueues the work `make` builds (under the lock; nil: nothing) and drains if nobody else
+    /// does. Returns false when the reactor is disposed.
     @discardableResult
-    @usableFromInline func submit(reactor: R, _ make: (inout SharedState) -> Work) -> Bool {
+    @usableFromInline func submit(reactor: R, _ make: (inout SharedState) -> Work?) -> Bool {
         ensureStarted(reactor)
         let drainer = shared.withLock { shared -> Drainer? in
             if shared.isDisposed { return nil }
-            shared.pending.append(make(&shared))
+            guard let work = make(&shared) else { return Drainer.none }
+            shared.pending.append(work)
             if shared.isDraining { return Drainer.none }
             shared.isDraining = true
             return shared.drainPool.map { .pool($0) } ?? .caller
@@ -405,8 +408,6 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// Runs the waiting part of an action's mutations in a task owned by this runtime.
     @usableFromInline func spawn(_ mutations: Mutations<R.Mutation>, sequence: UInt64?, reactor: R) {
         let weakReactor = WeakReference(reactor)
-        var cancelIDs: [CancelID] = []
-        mutations.collectCancelIDs(into: &cancelIDs)
         shared.withLock { shared in
             if shared.isDisposed { return }
             let taskID = shared.nextTaskID()
@@ -421,7 +422,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                 report: { error in
                     weakReactor.value?.runtime.report(MutationFailure(actionSequence: sequence, error: error))
                 },
-                cancel: { id in weakReactor.value?.runtime.cancelTasks(id) }
+                cancel: { id in weakReactor.value?.runtime.cancelScopes(id) },
+                enterScope: { id, cancel in weakReactor.value?.runtime.enterScope(id, cancel: cancel) },
+                leaveScope: { scope in weakReactor.value?.runtime.leaveScope(scope) }
             )
             let task = Task {
                 var failure: MutationFailure?
@@ -433,22 +436,31 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                 guard let reactor = weakReactor.value else { return }
                 reactor.runtime.submit(reactor: reactor) { _ in .taskFinished(taskID, failure: failure) }
             }
-            shared.tasks[taskID] = TaskRecord(task: task, sequence: sequence, cancelIDs: cancelIDs)
+            shared.tasks[taskID] = TaskRecord(task: task, sequence: sequence)
         }
     }
 
-    /// Cancels every task marked with `id`; their actions settle now.
-    @usableFromInline func cancelTasks(_ id: CancelID) {
-        let (tasks, callbacks) = shared.withLock { shared in
-            let matching = shared.tasks.filter { $0.value.cancelIDs.contains(id) }
-            var callbacks: [@Sendable () -> Void] = []
-            for (taskID, _) in matching {
-                callbacks += shared.removeTask(taskID)
-            }
-            return (matching.values.map(\.task), callbacks)
+    /// Cancels every running part marked `cancellable(id:)` with `id` (see `AsyncMutationRunner`);
+    /// the rest of their actions' mutations goes on.
+    @usableFromInline func cancelScopes(_ id: CancelID) {
+        let cancels = shared.withLock { shared in
+            shared.scopes.values.filter { $0.id == id }.map(\.cancel)
         }
-        for task in tasks { task.cancel() }
-        for callback in callbacks { callback() }
+        for cancel in cancels { cancel() }
+    }
+
+    /// Registers a running cancellable part; nil once the runtime is disposed.
+    @usableFromInline func enterScope(_ id: CancelID, cancel: @escaping @Sendable () -> Void) -> UInt64? {
+        shared.withLock { shared in
+            if shared.isDisposed { return nil }
+            let scope = shared.nextTaskID()
+            shared.scopes[scope] = (id, cancel)
+            return scope
+        }
+    }
+
+    @usableFromInline func leaveScope(_ scope: UInt64) {
+        _ = shared.withLock { $0.scopes.removeValue(forKey: scope) }
     }
 
     /// Whether `task` is still live (not cancelled): its queued mutations are dropped otherwise.

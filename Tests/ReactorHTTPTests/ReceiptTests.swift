@@ -1,4 +1,5 @@
 import ReactorCore
+import ReactorHosting
 import Testing
 @testable import ReactorHTTP
 
@@ -19,5 +20,16 @@ import Testing
             #expect(event == Array("id: \(version)\nevent: state\ndata: {\"a\":1}\n\n".utf8))
             #expect(event.capacity <= event.count + 16)
         }
+    }
+}
+
+@Suite struct LoggedPathTests {
+    @Test func logsNeverShowAnInstanceID() {
+        let id = "AbCdEfGhIjKlMnOpQrStUv"
+        let logged = ReactorService.loggable(path: "/reactors/\(id)/actions")
+        #expect(!logged.contains(id))
+        #expect(logged == "/reactors/\(ReactorHosting.InstanceID.logLabel(id))/actions")
+        #expect(ReactorService.loggable(path: "/reactors") == "/reactors")
+        #expect(ReactorService.loggable(path: "/types") == "/types")
     }
 }

@@ -310,6 +310,15 @@ public final class ReactorService: Sendable {
 
     static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json"]
 
+    /// `path` as logs may show it: an instance id in it (`/reactors/{id}…`) replaced by its short
+    /// hash, since the id is its owner's only credential.
+    static func loggable(path: String) -> String {
+        var segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count >= 3, segments[1] == "reactors", !segments[2].isEmpty else { return path }
+        segments[2] = Substring(InstanceID.logLabel(String(segments[2])))
+        return segments.joined(separator: "/")
+    }
+
     static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
     /// The instance's snapshot at its latest version, built once per version.
@@ -384,7 +393,7 @@ public final class ReactorService: Sendable {
             logger.debug("request", metadata: [
                 "request-id": "\(requestID)",
                 "method": "\(scope.request.method.rawValue)",
-                "path": "\(scope.request.path)",
+                "path": "\(Self.loggable(path: scope.request.path))",
                 "status": "\(response.status)",
                 "micros": "\(elapsed / 1000)",
             ])
