@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import ReactorCore
 import ReactorExamples
@@ -103,6 +104,34 @@ import Testing
         _ = try await settledState(host, "CCCCCCCCCCCCCCCCCCCCCC", after: [receipt.sequence])
         #expect(instance.timeline.latest.version == 6)
         #expect(instance.timeline.states(after: 0)?.map(\.version) == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func anInstanceLeavesMemoryOnlyOnceItsWritesAreCommittedEvenWithAsyncDurability() async throws {
+        let clock = Locked<UInt64>(1_000_000_000)
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = store
+        configuration.durability = .async(flushInterval: .seconds(3600))
+        configuration.passivateAfter = .seconds(60)
+        configuration.now = { clock.withLock { $0 } }
+        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                               errorEvent: { _ in [] })
+        defer { host.shutdown() }
+        let (instance, ticket) = try host.create(try #require(host.registry.type(named: "counter")))
+        #expect(ticket == nil)
+        for _ in 0..<2 { _ = try instance.send(actionJSON: Array(#""increase""#.utf8)) }
+        #expect(instance.timeline.latest.version == 8)
+        clock.withLock { $0 += 61_000_000_000 }
+        #expect(host.passivateIdle() == 1)
+        await withCheckedContinuation { left in host.committer!.afterCommit { left.resume() } }
+        #expect(host.table.instance(instance.id) == nil)
+        #expect(try store.load(id: instance.id)?.version == 8)
+        let activated = try #require(try host.instance(id: instance.id))
+        #expect(activated !== instance)
+        #expect(activated.timeline.latest.version == 8)
+        let state = try JSONDecoder().decode(CounterReactor.State.self, from: Data(activated.timeline.latest.json))
+        #expect(state.value == 2)
     }
 
     @Test func deletedStaysDeletedAndUnknownIdsAreNotFound() throws {

@@ -191,10 +191,23 @@ public final class ReactorService: Sendable {
     }
 
     private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
-        let instance = try self.instance(for: request)
+        var found = try self.instance(for: request)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
-        let (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in try instance.send(actionJSON: request.body) }
+        found.touch()
+        let receipt: ActionReceipt
+        let ticket: CommitTicket?
+        do {
+            (receipt, ticket) = try found.send(actionJSON: request.body)
+        } catch .instanceEnded where configuration.store != nil {
+            // It left memory as this request found it: once more, on the instance brought back.
+            found = try self.instance(for: request)
+            let again = found
+            (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in try again.send(actionJSON: request.body) }
+        } catch {
+            throw Problem(error)
+        }
+        let instance = found
         instance.touch()
         metrics.actionAccepted()
         guard wait else {

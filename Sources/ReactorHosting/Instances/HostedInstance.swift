@@ -240,6 +240,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
         guard let committer = context.committer else { return (receipt, nil) }
+        // Left memory (passivated) while this request held it: nothing was applied; the caller
+        // looks the instance up again, which brings it back from the store.
+        if reactor.isDisposed { throw HostingError.instanceEnded }
         let ticket: CommitTicket?
         if case .sync = committer.durability {
             let made = CommitTicket()

@@ -128,6 +128,36 @@ package final class InstanceTable: Sendable {
         return idle
     }
 
+    /// The instances idle since before `cutoff` with no open event stream that satisfy
+    /// `condition`, left in the table.
+    package func idle(before cutoff: UInt64, where condition: (any HostedInstance) -> Bool) -> [any HostedInstance] {
+        var idle: [any HostedInstance] = []
+        for shard in shards {
+            shard.withLock { instances in
+                for instance in instances.values
+                where instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 && condition(instance) {
+                    idle.append(instance)
+                }
+            }
+        }
+        return idle
+    }
+
+    /// Removes `instance` if it is still the one under its id and still idle since before
+    /// `cutoff` with no open event stream and `condition` holding; returns whether it did.
+    package func removeIfIdle(_ instance: any HostedInstance, before cutoff: UInt64,
+                              where condition: (any HostedInstance) -> Bool) -> Bool {
+        guard let key = InstanceKey(instance.id) else { return false }
+        let removed = shard(key).withLock { instances -> Bool in
+            guard let current = instances[key], current === instance, current.lastActivity < cutoff,
+                  current.timeline.subscriberCount == 0, condition(current) else { return false }
+            instances[key] = nil
+            return true
+        }
+        if removed { reserved.wrappingSubtract(1, ordering: .relaxed) }
+        return removed
+    }
+
     /// Removes and returns every instance.
     package func removeAll() -> [any HostedInstance] {
         var all: [any HostedInstance] = []

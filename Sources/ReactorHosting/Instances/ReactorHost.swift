@@ -169,15 +169,24 @@ package final class ReactorHost: Sendable {
     @discardableResult
     package func passivateIdle() -> Int {
         guard let committer else { return 0 }
-        let passivated = table.removeIdle(before: cutoff(configuration.passivateAfter)) { !$0.isBusy }
+        let cutoff = cutoff(configuration.passivateAfter)
+        let idle = table.idle(before: cutoff) { !$0.isBusy }
+        if idle.isEmpty { return 0 }
         let wallClock = configuration.wallClock()
-        let idleNanoseconds = configuration.now()
-        for instance in passivated {
-            let idleFor = Int64(clamping: (idleNanoseconds &- instance.lastActivity) / 1_000_000)
+        let now = configuration.now()
+        for instance in idle {
+            let idleFor = Int64(clamping: (now &- instance.lastActivity) / 1_000_000)
             committer.enqueue(.touch(id: instance.id, lastActivity: wallClock - idleFor))
-            instance.dispose(nil)
         }
-        return passivated.count
+        // Out of memory only once the store holds everything they did (with async durability,
+        // writes may still be queued), and only if nothing touched them meanwhile.
+        let table = self.table
+        committer.afterCommit {
+            for instance in idle where table.removeIfIdle(instance, before: cutoff, where: { !$0.isBusy }) {
+                instance.dispose(nil)
+            }
+        }
+        return idle.count
     }
 
     /// Waits until every action queued so far is applied (stalled instances aside), or

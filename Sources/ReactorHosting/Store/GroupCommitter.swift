@@ -34,6 +34,8 @@ package final class GroupCommitter: Sendable {
     private struct Queue {
         var writes: [SessionWrite] = []
         var completions: [@Sendable (Bool) -> Void] = []
+        /// Run after the next commit in either durability (see `afterCommit`).
+        var afterCommit: [@Sendable () -> Void] = []
         var isSleeping = false
         var isStopping = false
         var lastError: SessionStoreError?
@@ -106,6 +108,18 @@ package final class GroupCommitter: Sendable {
         if signal { wake.signal() }
     }
 
+    /// Runs `body` on the commit thread once everything queued so far has been committed (or
+    /// its commit failed), in either durability: for what must not happen before the store has
+    /// the writes, such as letting an instance leave memory.
+    package func afterCommit(_ body: @escaping @Sendable () -> Void) {
+        queue.withLock { queue in
+            queue.afterCommit.append(body)
+            queue.isSleeping = false
+        }
+        // Always: with async durability the thread may be waiting out its flush interval.
+        wake.signal()
+    }
+
     /// Commits what is queued, then ends the thread. Returns once it has.
     package func stop() {
         queue.withLock { $0.isStopping = true }
@@ -124,20 +138,22 @@ package final class GroupCommitter: Sendable {
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 _ = wake.wait(timeout: .now() + interval.timeInterval)
             }
-            let (writes, completions, stopping) = queue.withLock { queue in
-                let taken = (queue.writes, queue.completions, queue.isStopping)
+            let (writes, completions, afterCommit, stopping) = queue.withLock { queue in
+                let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping)
                 queue.writes = []
                 queue.completions = []
-                if taken.0.isEmpty && taken.1.isEmpty && !queue.isStopping { queue.isSleeping = true }
+                queue.afterCommit = []
+                if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
-            if writes.isEmpty && completions.isEmpty {
+            if writes.isEmpty && completions.isEmpty && afterCommit.isEmpty {
                 if stopping { break }
                 if case .sync = durability { wake.wait() }
                 continue
             }
             let committed = writes.isEmpty || commit(writes)
             for completion in completions { completion(committed) }
+            for body in afterCommit { body() }
         }
         stopped.signal()
     }
