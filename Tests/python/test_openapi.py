@@ -11,8 +11,8 @@ from openapi_spec_validator.readers import read_from_filename
 from conftest import REPO_ROOT
 
 SPEC = REPO_ROOT / "openapi.yaml"
-SERVICE = REPO_ROOT / "Sources" / "ReactorHTTP" / "ReactorService.swift"
-PROBLEMS = REPO_ROOT / "Sources" / "ReactorHTTP" / "Problem.swift"
+SERVICE = REPO_ROOT / "Sources" / "ReactorHTTP" / "Routes" / "ReactorService.swift"
+PROBLEMS = REPO_ROOT / "Sources" / "ReactorHTTP" / "Problems" / "Problem.swift"
 
 
 def load_spec() -> dict:
