@@ -53,6 +53,11 @@ extension ReactorRuntime {
         @usableFromInline var tasks: [UInt64: TaskRecord] = [:]
         /// The running `cancellable(id:)` parts, by scope number, with how to cancel each.
         @usableFromInline var scopes: [UInt64: (id: CancelID, cancel: @Sendable () -> Void)] = [:]
+        /// Counts cancellations by id; with `cancelledAt`, it lets a part that had not started
+        /// when its id was cancelled be cancelled as it starts.
+        @usableFromInline var cancelEpoch: UInt64 = 0
+        /// The epoch of each id's last cancellation.
+        @usableFromInline var cancelledAt: [CancelID: UInt64] = [:]
         /// Waiting tasks per action sequence.
         @usableFromInline var unsettled: [UInt64: Int] = [:]
         @usableFromInline var stubActions: [R.Action] = []

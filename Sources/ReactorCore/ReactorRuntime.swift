@@ -423,13 +423,14 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                     weakReactor.value?.runtime.report(MutationFailure(actionSequence: sequence, error: error))
                 },
                 cancel: { id in weakReactor.value?.runtime.cancelScopes(id) },
-                enterScope: { id, cancel in weakReactor.value?.runtime.enterScope(id, cancel: cancel) },
+                enterScope: { id, since, cancel in weakReactor.value?.runtime.enterScope(id, since: since, cancel: cancel) },
                 leaveScope: { scope in weakReactor.value?.runtime.leaveScope(scope) }
             )
+            let epoch = shared.cancelEpoch
             let task = Task {
                 var failure: MutationFailure?
                 do {
-                    try await runner.run(mutations)
+                    try await runner.run(mutations, since: epoch)
                 } catch where !(error is CancellationError) && !Task.isCancelled {
                     failure = MutationFailure(actionSequence: sequence, error: error)
                 } catch {}
@@ -444,15 +445,19 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// the rest of their actions' mutations goes on.
     @usableFromInline func cancelScopes(_ id: CancelID) {
         let cancels = shared.withLock { shared in
-            shared.scopes.values.filter { $0.id == id }.map(\.cancel)
+            shared.cancelEpoch += 1
+            shared.cancelledAt[id] = shared.cancelEpoch
+            return shared.scopes.values.filter { $0.id == id }.map(\.cancel)
         }
         for cancel in cancels { cancel() }
     }
 
-    /// Registers a running cancellable part; nil once the runtime is disposed.
-    @usableFromInline func enterScope(_ id: CancelID, cancel: @escaping @Sendable () -> Void) -> UInt64? {
+    /// Registers a running cancellable part; nil once the runtime is disposed, or when `id` was
+    /// cancelled after the epoch `since` at which the part logically began.
+    @usableFromInline func enterScope(_ id: CancelID, since: UInt64?, cancel: @escaping @Sendable () -> Void) -> UInt64? {
         shared.withLock { shared in
             if shared.isDisposed { return nil }
+            if let since, let cancelled = shared.cancelledAt[id], cancelled > since { return nil }
             let scope = shared.nextTaskID()
             shared.scopes[scope] = (id, cancel)
             return scope

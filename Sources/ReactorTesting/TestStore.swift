@@ -48,6 +48,8 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     /// The last state asserted (or the initial one).
     private let asserted: Locked<R.State>
     private let tokens: Locked<[ObservationToken]>
+    /// The receipts of the actions sent, for `finish` to wait on.
+    private let receipts = Locked<[ActionReceipt]>([])
 
     /// A store over `reactor`, whose delays run on `clock`.
     /// - Parameters:
@@ -87,7 +89,8 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
         if pendingBefore > 0 {
             Issue.record("\(pendingBefore) state(s) published before this action were not asserted", sourceLocation: sourceLocation)
         }
-        reactor.send(action)
+        let receipt = reactor.send(action)
+        receipts.withLock { $0.append(receipt) }
         guard let update else {
             if exhaustivity == .on, record.withLock({ !$0.states.isEmpty }) {
                 Issue.record("the action produced a state at once; assert it with a closure", sourceLocation: sourceLocation)
@@ -137,7 +140,27 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     /// Waits until the reactor's actions have settled, then (exhaustively) records an issue for
     /// every state or error not asserted, and for mutations still waiting on the clock.
     public func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
-        guard await wait(until: { [reactor] _ in !reactor.runtime.hasActionsInFlight }) else {
+        let sent = receipts.withLock { $0 }
+        // Whichever comes first; a settling that never comes leaves only its task behind.
+        let settled: Bool = await withCheckedContinuation { continuation in
+            let answered = Locked(false)
+            let answer: @Sendable (Bool) -> Void = { value in
+                let first = answered.withLock { answered -> Bool in
+                    defer { answered = true }
+                    return !answered
+                }
+                if first { continuation.resume(returning: value) }
+            }
+            Task { [reactor] in
+                for receipt in sent { await reactor.settled(receipt) }
+                answer(true)
+            }
+            Task { [timeout] in
+                try? await Task.sleep(for: timeout)
+                answer(false)
+            }
+        }
+        guard settled, !reactor.runtime.hasActionsInFlight else {
             let sleeping = clock.map { " (\($0.sleeperCount) waiting on the clock)" } ?? ""
             Issue.record("mutations are still running at the end of the test\(sleeping)", sourceLocation: sourceLocation)
             return
