@@ -50,12 +50,17 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     private let tokens: Locked<[ObservationToken]>
     /// The receipts of the actions sent, for `finish` to wait on.
     private let receipts = Locked<[ActionReceipt]>([])
+    /// Whether `finish` ran; a store let go without it checks what it can at once.
+    private let finished = Locked(false)
+    private let createdAt: SourceLocation
 
     /// A store over `reactor`, whose delays run on `clock`.
     /// - Parameters:
     ///   - timeout: the longest a `receive` waits for a state before it records an issue (a
     ///     guard so a broken test fails rather than hangs, not a way to wait for work).
-    public init(_ reactor: R, clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5)) {
+    public init(_ reactor: R, clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
+                sourceLocation: SourceLocation = #_sourceLocation) {
+        self.createdAt = sourceLocation
         self.reactor = reactor
         self.clock = clock
         self.exhaustivity = exhaustivity
@@ -76,6 +81,18 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
             TestStore.change(record) { $0.errors.append(failure) }
         }
         tokens = Locked([stateToken, errorToken])
+    }
+
+    /// A store let go without ``finish()`` (exhaustive) records an issue for what is left over
+    /// now: states or errors not asserted, mutations still running.
+    deinit {
+        guard exhaustivity == .on, !finished.withLock({ $0 }) else { return }
+        let (states, errors) = record.withLock { ($0.states.count, $0.errors.count) }
+        if states > 0 || errors > 0 || reactor.runtime.hasActionsInFlight {
+            let running = reactor.runtime.hasActionsInFlight ? " and mutations still running" : ""
+            Issue.record("the test ended with \(states) state(s) and \(errors) error(s) not asserted\(running); end it with `await store.finish()`",
+                         sourceLocation: createdAt)
+        }
     }
 
     /// The state the assertions have reached.
@@ -140,6 +157,7 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     /// Waits until the reactor's actions have settled, then (exhaustively) records an issue for
     /// every state or error not asserted, and for mutations still waiting on the clock.
     public func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
+        finished.withLock { $0 = true }
         let sent = receipts.withLock { $0 }
         // Whichever comes first; a settling that never comes leaves only its task behind.
         let settled: Bool = await withCheckedContinuation { continuation in

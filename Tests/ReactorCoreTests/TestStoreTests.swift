@@ -45,6 +45,14 @@ import Testing
         }
     }
 
+    @Test func aStoreLetGoWithStatesLeftOverFails() async {
+        await withKnownIssue {
+            let store = TestStore(CounterReactor(delay: .zero))
+            await store.send(.increase) { $0.isLoading = true }
+            // three states left, and no finish()
+        }
+    }
+
     @Test func nonExhaustiveAssertsOnlyWhatItNames() async {
         let clock = TestClock()
         let store = TestStore(CounterReactor(delay: .milliseconds(500), clock: clock), clock: clock, exhaustivity: .off)
