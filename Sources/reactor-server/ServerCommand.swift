@@ -137,14 +137,16 @@ struct ServerCommand: ParsableCommand {
         service.stallTimeout = .milliseconds(stallTimeoutMs)
         service.durability = durability.lowercased() == "async" ? .async(flushInterval: .milliseconds(flushIntervalMs)) : .sync
         service.passivateAfter = .seconds(passivateAfterS)
+        // `validate` has checked it, so this does not throw.
+        let location = try StoreLocation(store)
         do {
-            service.store = try StoreLocation(store).open(historyCapacity: historySize)
+            service.store = try location.open(historyCapacity: historySize)
         } catch {
             logger.critical("could not open the session store: \(error)")
             FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        if let location = try? StoreLocation(store), case .sqlite(let path, _) = location {
+        if case .sqlite(let path, _) = location {
             logger.info("sessions kept in \(path)", metadata: ["durability": "\(durability.lowercased())"])
         } else {
             logger.notice("sessions kept in memory only: a restart loses them")

@@ -208,7 +208,6 @@ public final class ReactorService: Sendable {
             throw Problem(error)
         }
         let instance = found
-        instance.touch()
         metrics.actionAccepted()
         guard wait else {
             return Self.reply(after: ticket, scope) {

@@ -47,34 +47,6 @@ package final class InstanceContext: Sendable {
     }
 }
 
-/// A promise that a write reached the session store: what a reply that must not go out before
-/// the commit waits on.
-package final class CommitTicket: Sendable {
-    private let state = Locked<(outcome: Bool?, waiters: [@Sendable (Bool) -> Void])>((nil, []))
-
-    package init() {}
-
-    /// Runs `body` once the write is committed (`true`) or its commit failed (`false`: nothing
-    /// of it may be acknowledged); at once if that is known.
-    package func whenCommitted(_ body: @escaping @Sendable (_ committed: Bool) -> Void) {
-        let outcome = state.withLock { state -> Bool? in
-            if state.outcome == nil { state.waiters.append(body) }
-            return state.outcome
-        }
-        if let outcome { body(outcome) }
-    }
-
-    /// Records the outcome and runs the waiters.
-    func complete(_ committed: Bool) {
-        let waiters = state.withLock { state -> [@Sendable (Bool) -> Void] in
-            state.outcome = committed
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter(committed) }
-    }
-}
-
 /// A hosted reactor instance: JSON actions in, versioned JSON states out.
 package protocol HostedInstance: AnyObject, Sendable {
     /// The instance's unguessable id.
@@ -243,15 +215,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // Left memory (passivated) while this request held it: nothing was applied; the caller
         // looks the instance up again, which brings it back from the store.
         if reactor.isDisposed { throw HostingError.instanceEnded }
-        let ticket: CommitTicket?
-        if case .sync = committer.durability {
-            let made = CommitTicket()
-            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON)) { made.complete($0) }
-            ticket = made
-        } else {
-            committer.enqueue(.accept(id: id, seq: receipt.sequence, action: actionJSON))
-            ticket = nil
-        }
+        let ticket = committer.enqueueAcknowledged(.accept(id: id, seq: receipt.sequence, action: actionJSON))
         settleWhenDone(receipt)
         return (receipt, ticket)
     }

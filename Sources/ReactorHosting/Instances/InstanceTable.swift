@@ -109,15 +109,13 @@ package final class InstanceTable: Sendable {
         return removed
     }
 
-    /// Removes and returns the instances idle since before `cutoff` with no open event stream
-    /// that also satisfy `condition`.
-    package func removeIdle(before cutoff: UInt64,
-                            where condition: (any HostedInstance) -> Bool = { _ in true }) -> [any HostedInstance] {
+    /// Removes and returns the instances idle since before `cutoff` with no open event stream.
+    package func removeIdle(before cutoff: UInt64) -> [any HostedInstance] {
         var idle: [any HostedInstance] = []
         for shard in shards {
             shard.withLock { instances in
                 let keys = instances.compactMap { key, instance in
-                    instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 && condition(instance) ? key : nil
+                    instance.lastActivity < cutoff && instance.timeline.subscriberCount == 0 ? key : nil
                 }
                 for key in keys {
                     if let instance = instances.removeValue(forKey: key) { idle.append(instance) }

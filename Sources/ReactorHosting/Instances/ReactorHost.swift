@@ -89,7 +89,7 @@ package final class ReactorHost: Sendable {
         guard let committer else { return (instance, nil) }
         let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
                                         lastActivity: configuration.wallClock())
-        return (instance, commit(write, on: committer))
+        return (instance, committer.enqueueAcknowledged(write))
     }
 
     /// The instance with this id: in memory, or activated from the store. `nil` when there is none.
@@ -133,7 +133,7 @@ package final class ReactorHost: Sendable {
         guard let instance = try instance(id: id), let removed = table.remove(instance.id) else { return .none }
         removed.dispose(.deleted)
         guard let committer else { return .some(nil) }
-        return .some(commit(.delete(id: id), on: committer))
+        return .some(committer.enqueueAcknowledged(.delete(id: id)))
     }
 
     /// Deletes instances idle past the idle timeout with no subscriber (and, with a store,
@@ -205,16 +205,6 @@ package final class ReactorHost: Sendable {
         drainPool?.shutdown()
         committer?.stop()
         configuration.store?.close()
-    }
-
-    private func commit(_ write: SessionWrite, on committer: GroupCommitter) -> CommitTicket? {
-        guard case .sync = committer.durability else {
-            committer.enqueue(write)
-            return nil
-        }
-        let ticket = CommitTicket()
-        committer.enqueue(write) { ticket.complete($0) }
-        return ticket
     }
 
     private func isStored(_ id: String) -> Bool {

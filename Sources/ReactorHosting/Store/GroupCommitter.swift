@@ -42,7 +42,7 @@ package final class GroupCommitter: Sendable {
         var failedAt: UInt64 = 0
     }
 
-    package let store: any SessionStore
+    private let store: any SessionStore
     package let durability: Durability
     /// How long new work is refused after a failed commit, before writes are tried again.
     package let retryPause: Duration
@@ -95,6 +95,18 @@ package final class GroupCommitter: Sendable {
         }
         if signal { wake.signal() }
         if case .async = durability { completion?(true) }
+    }
+
+    /// Queues `write` and, with ``Durability/sync``, returns the ticket a reply waits on before
+    /// it acknowledges the write; nil when it may be acknowledged at once.
+    package func enqueueAcknowledged(_ write: SessionWrite) -> CommitTicket? {
+        guard case .sync = durability else {
+            enqueue(write)
+            return nil
+        }
+        let ticket = CommitTicket()
+        enqueue(write) { ticket.complete($0) }
+        return ticket
     }
 
     /// Runs `body` once everything queued so far is committed or has failed (at once with
@@ -202,5 +214,33 @@ extension Duration {
     /// The duration in seconds, as Dispatch takes it.
     var timeInterval: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// A promise that a write reached the session store: what a reply that must not go out before
+/// the commit waits on.
+package final class CommitTicket: Sendable {
+    private let state = Locked<(outcome: Bool?, waiters: [@Sendable (Bool) -> Void])>((nil, []))
+
+    package init() {}
+
+    /// Runs `body` once the write is committed (`true`) or its commit failed (`false`: nothing
+    /// of it may be acknowledged); at once if that is known.
+    package func whenCommitted(_ body: @escaping @Sendable (_ committed: Bool) -> Void) {
+        let outcome = state.withLock { state -> Bool? in
+            if state.outcome == nil { state.waiters.append(body) }
+            return state.outcome
+        }
+        if let outcome { body(outcome) }
+    }
+
+    /// Records the outcome and runs the waiters.
+    func complete(_ committed: Bool) {
+        let waiters = state.withLock { state -> [@Sendable (Bool) -> Void] in
+            state.outcome = committed
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter(committed) }
     }
 }
