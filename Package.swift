@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SortedJSON", targets: ["SortedJSON"]),
         .library(name: "ReactorHosting", targets: ["ReactorHosting"]),
         .library(name: "ReactorStoreSQLite", targets: ["ReactorStoreSQLite"]),
+        .library(name: "ReactorStorePostgres", targets: ["ReactorStorePostgres"]),
         .library(name: "MicroHTTP", targets: ["MicroHTTP"]),
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
@@ -25,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The package's synchronisation primitives over pthreads (which ThreadSanitizer
@@ -60,6 +62,17 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The embedded session store: a SQLite file in WAL mode, through SQLite's C API.
         .target(name: "ReactorStoreSQLite", dependencies: ["ReactorHosting", "CSQLite", "Locking"]),
+        // The store several nodes share: PostgreSQL through PostgresNIO, with a lease and a
+        // fencing epoch per session so that one node at a time serves it.
+        .target(
+            name: "ReactorStorePostgres",
+            dependencies: [
+                "ReactorHosting",
+                "Locking",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // libmicrohttpd, from Debian's libmicrohttpd-dev.
         .systemLibrary(
@@ -94,6 +107,7 @@ let package = Package(
                 "ReactorHTTP",
                 "ReactorHosting",
                 "ReactorStoreSQLite",
+                "ReactorStorePostgres",
                 "ReactorExamples",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

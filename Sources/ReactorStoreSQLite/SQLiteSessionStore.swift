@@ -128,23 +128,11 @@ public final class SQLiteSessionStore: SessionStore {
         }
     }
 
-    /// The writes of one batch, inside its transaction, in order. What a later write of the same
-    /// batch undoes is skipped: an action accepted and settled in one batch is never written. A
-    /// session's versions in the batch become one history row (a chunk) and one update of its
-    /// row, written where its last version stands in the batch.
+    /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
+    /// A session's versions in the batch become one history row (a chunk) and one update of its
+    /// row.
     private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection) throws(SessionStoreError) -> Set<String> {
-        var settledInBatch: Set<ActionKey> = []
-        var acceptedInBatch: Set<ActionKey> = []
-        var versions: [String: [HistoryChunk.Entry]] = [:]
-        for write in writes {
-            switch write {
-            case .accept(let id, let seq, _): acceptedInBatch.insert(ActionKey(id: id, seq: seq))
-            case .settle(let id, let seq): settledInBatch.insert(ActionKey(id: id, seq: seq))
-            case .version(let id, let version, let state, _, let producedBy, _):
-                versions[id, default: []].append(HistoryChunk.Entry(version: version, producedBy: producedBy, state: state))
-            default: break
-            }
-        }
+        let batch = SessionBatch(writes)
         var stale: Set<String> = []
         /// Whether each session touched so far exists (created, deleted or looked up in this batch).
         var exists: [String: Bool] = [:]
@@ -154,7 +142,7 @@ public final class SQLiteSessionStore: SessionStore {
             exists[id] = found
             return found
         }
-        for write in writes {
+        for write in batch.writes {
             switch write {
             case .create(let id, let type, let state, let lastActivity):
                 let session = try connection.statement("""
@@ -166,24 +154,23 @@ public final class SQLiteSessionStore: SessionStore {
                 session.bind(4, lastActivity)
                 try session.run()
                 exists[id] = true
-                try insertChunk(id: id, HistoryChunk(entries: [.init(version: 0, producedBy: 0, state: state)]), on: connection)
+                try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
             case .accept(let id, let seq, let action):
-                guard !settledInBatch.contains(ActionKey(id: id, seq: seq)), try sessionExists(id) else { continue }
+                guard !batch.settlesLater(id: id, seq: seq), try sessionExists(id) else { continue }
                 let statement = try connection.statement("INSERT OR REPLACE INTO actions(id, seq, action) VALUES (?, ?, ?)")
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 statement.bind(3, blob: action)
                 try statement.run()
             case .settle(let id, let seq):
-                guard !acceptedInBatch.contains(ActionKey(id: id, seq: seq)) else { continue }
+                guard !batch.acceptedInBatch(id: id, seq: seq) else { continue }
                 let statement = try connection.statement("DELETE FROM actions WHERE id = ? AND seq = ?")
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 try statement.run()
             case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
                 // Written once, at the session's last version in the batch.
-                guard let entries = versions[id], entries.last?.version == version else { continue }
-                versions[id] = nil
+                guard let entries = batch.versions(of: id, endingAt: version) else { continue }
                 let session = try connection.statement("""
                     UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
                     WHERE id = ?5 AND version < ?6
@@ -210,6 +197,9 @@ public final class SQLiteSessionStore: SessionStore {
             case .delete(let id):
                 try delete(id: id, on: connection)
                 exists[id] = false
+            case .release:
+                // One process owns the file: nothing to hand over.
+                break
             }
         }
         return stale
@@ -226,16 +216,14 @@ public final class SQLiteSessionStore: SessionStore {
         try statement.run()
     }
 
-    /// Drops the chunks that hold only versions older than the history keeps; only when the
-    /// session's versions have crossed a multiple of the history's capacity, so that a busy
-    /// session pays for it once per capacity rather than once per batch.
+    /// Drops the chunks that hold only versions older than the history keeps, when it is time to.
     private func trimHistory(id: String, firstVersion: UInt64, lastVersion: UInt64,
                              on connection: SQLiteConnection) throws(SessionStoreError) {
-        let capacity = UInt64(historyCapacity)
-        guard lastVersion >= capacity, (firstVersion - 1) / capacity != lastVersion / capacity else { return }
+        guard let through = HistoryChunk.trimmedThrough(firstVersion: firstVersion, lastVersion: lastVersion,
+                                                        capacity: historyCapacity) else { return }
         let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
         trim.bind(1, id)
-        trim.bind(2, lastVersion - capacity)
+        trim.bind(2, through)
         try trim.run()
     }
 
@@ -305,7 +293,7 @@ public final class SQLiteSessionStore: SessionStore {
                                        history: [], pendingActions: [])
             let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
-            var entries: [HistoryChunk.Entry] = []
+            var entries: [SessionBatch.Version] = []
             while try history.next() {
                 guard let chunk = HistoryChunk(decoding: history.blob(0)) else {
                     history.reset()
@@ -313,17 +301,11 @@ public final class SQLiteSessionStore: SessionStore {
                 }
                 entries += chunk.entries
             }
-            // The capacity's worth of versions up to the latest, oldest first.
-            let capacity = UInt64(historyCapacity)
-            stored.history = entries.filter { $0.version <= stored.version && $0.version + capacity > stored.version }
-                .map { ($0.version, $0.state) }
             let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
             actions.bind(1, id)
-            while try actions.next() {
-                let seq = actions.uint64(0)
-                stored.pendingActions.append(PendingAction(seq: seq, action: actions.blob(1),
-                                                           producedVersions: entries.count { $0.producedBy == seq }))
-            }
+            var pending: [(seq: UInt64, action: [UInt8])] = []
+            while try actions.next() { pending.append((actions.uint64(0), actions.blob(1))) }
+            stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending)
             return stored
         }
     }
@@ -368,62 +350,4 @@ private func using<Result>(_ lock: Locked<SQLiteConnection>,
         }
     }
     return try outcome.get()
-}
-
-/// The versions of one session written by one batch, as one history row: for each, its version,
-/// the action that produced it and its state, as 8 + 8 + 4 bytes (little-endian) and the state.
-struct HistoryChunk {
-    struct Entry {
-        let version: UInt64
-        let producedBy: UInt64
-        let state: [UInt8]
-    }
-
-    let entries: [Entry]
-
-    init(entries: [Entry]) {
-        self.entries = entries
-    }
-
-    /// The entries of an encoded chunk; nil when the bytes are not one.
-    init?(decoding bytes: [UInt8]) {
-        var entries: [Entry] = []
-        var offset = 0
-        func integer(_ width: Int) -> UInt64? {
-            guard offset + width <= bytes.count else { return nil }
-            var value: UInt64 = 0
-            for index in (0..<width).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
-            offset += width
-            return value
-        }
-        while offset < bytes.count {
-            guard let version = integer(8), let producedBy = integer(8), let count = integer(4),
-                  offset + Int(count) <= bytes.count else { return nil }
-            entries.append(Entry(version: version, producedBy: producedBy, state: Array(bytes[offset..<offset + Int(count)])))
-            offset += Int(count)
-        }
-        guard !entries.isEmpty else { return nil }
-        self.entries = entries
-    }
-
-    func encoded() -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(entries.reduce(0) { $0 + 20 + $1.state.count })
-        func append(_ value: UInt64, width: Int) {
-            for index in 0..<width { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index)))) }
-        }
-        for entry in entries {
-            append(entry.version, width: 8)
-            append(entry.producedBy, width: 8)
-            append(UInt64(entry.state.count), width: 4)
-            bytes.append(contentsOf: entry.state)
-        }
-        return bytes
-    }
-}
-
-/// An action of one session, for matching accepts and settles within a batch.
-private struct ActionKey: Hashable {
-    let id: String
-    let seq: UInt64
 }

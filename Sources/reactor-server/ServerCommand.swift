@@ -5,6 +5,7 @@ import Logging
 import MicroHTTP
 import ReactorHTTP
 import ReactorHosting
+import ReactorStorePostgres
 import ReactorStoreSQLite
 
 /// `reactor-server`: serves the example reactors over HTTP. Every flag has an environment
@@ -74,7 +75,7 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "Comma-separated origins allowed by CORS, or * for any; empty disables CORS (CORS_ORIGINS).")
     var corsOrigins: String = Environment.string("CORS_ORIGINS", default: "")
 
-    @Option(help: "Where sessions are kept: memory (lost on restart), or sqlite:PATH, a SQLite file created when missing; sqlite:PATH?max_page_count=N caps its size in pages (STORE).")
+    @Option(help: "Where sessions are kept: memory (lost on restart); sqlite:PATH, a SQLite file created when missing (sqlite:PATH?max_page_count=N caps its size in pages); or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, a PostgreSQL database several nodes share (STORE).")
     var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     @Option(help: "sync: an action is acknowledged, and a state shown, only once committed; async: at once, committed within --flush-interval-ms, so a crash may lose that window (DURABILITY).")
@@ -85,6 +86,12 @@ struct ServerCommand: ParsableCommand {
 
     @Option(help: "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S).")
     var passivateAfterS: Int = Environment.value("PASSIVATE_AFTER_S", default: 60)
+
+    @Option(help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
+    var leaseS: Int = Environment.value("LEASE_S", default: 10)
+
+    @Option(help: "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID).")
+    var nodeId: String = Environment.string("NODE_ID", default: "")
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (LOG_LEVEL).")
     var logLevel: String = Environment.string("LOG_LEVEL", default: "info")
@@ -103,7 +110,7 @@ struct ServerCommand: ParsableCommand {
                               ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
                               ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
                               ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
-                              ("passivate-after-s", passivateAfterS)]
+                              ("passivate-after-s", passivateAfterS), ("lease-s", leaseS)]
         where value <= 0 {
             throw ValidationError("--\(name) must be positive")
         }
@@ -114,6 +121,11 @@ struct ServerCommand: ParsableCommand {
         where value < 0 {
             throw ValidationError("--\(name) must not be negative")
         }
+    }
+
+    /// This node's name among those sharing a postgres store.
+    var nodeName: String {
+        nodeId.isEmpty ? "\(ProcessInfo.processInfo.hostName):\(port)" : nodeId
     }
 
     func run() throws {
@@ -140,15 +152,19 @@ struct ServerCommand: ParsableCommand {
         // `validate` has checked it, so this does not throw.
         let location = try StoreLocation(store)
         do {
-            service.store = try location.open(historyCapacity: historySize)
+            service.store = try location.open(historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS))
         } catch {
             logger.critical("could not open the session store: \(error)")
             FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        if case .sqlite(let path, _) = location {
+        switch location {
+        case .sqlite(let path, _):
             logger.info("sessions kept in \(path)", metadata: ["durability": "\(durability.lowercased())"])
-        } else {
+        case .postgres(let database):
+            logger.info("sessions kept in \(database), shared with the other nodes",
+                        metadata: ["durability": "\(durability.lowercased())", "node": "\(nodeName)", "lease": "\(leaseS)s"])
+        case .memory:
             logger.notice("sessions kept in memory only: a restart loses them")
         }
         service.allowedOrigins = corsOrigins.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
@@ -188,14 +204,22 @@ struct ServerCommand: ParsableCommand {
 enum StoreLocation {
     case memory
     case sqlite(path: String, maxPageCount: Int?)
+    case postgres(PostgresLocation)
 
     init(_ text: String) throws {
         if text == "memory" {
             self = .memory
             return
         }
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            guard let location = PostgresLocation(url: text) else {
+                throw ValidationError("--store postgres:// needs a user, a host and a database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
+            }
+            self = .postgres(location)
+            return
+        }
         guard text.hasPrefix("sqlite:") else {
-            throw ValidationError("--store must be memory or sqlite:PATH, not '\(text)'")
+            throw ValidationError("--store must be memory, sqlite:PATH or postgres://USER@HOST[:PORT]/DB, not '\(text)'")
         }
         var path = String(text.dropFirst("sqlite:".count))
         var maxPageCount: Int?
@@ -212,11 +236,14 @@ enum StoreLocation {
     }
 
     /// The store, opened; nil for memory.
-    func open(historyCapacity: Int) throws -> (any SessionStore)? {
+    func open(historyCapacity: Int, node: String, lease: Duration) throws -> (any SessionStore)? {
         switch self {
         case .memory: return nil
         case .sqlite(let path, let maxPageCount):
             return try SQLiteSessionStore(path: path, historyCapacity: historyCapacity, maxPageCount: maxPageCount)
+        case .postgres(let location):
+            return try PostgresSessionStore(location: location, node: node, lease: lease, historyCapacity: historyCapacity,
+                                            logger: Logger(label: "reactor-server.postgres"))
         }
     }
 }

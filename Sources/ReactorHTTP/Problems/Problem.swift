@@ -149,6 +149,10 @@ extension Problem {
             self = Problem(status: 503, kind: "store-unavailable", title: "Session store unavailable",
                            detail: "the session store could not take the write, so nothing was accepted: \(detail)",
                            retryAfter: 5)
+        case .ownedElsewhere(let retryAfter):
+            self = Problem(status: 503, kind: "instance-elsewhere", title: "Instance served by another node",
+                           detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",
+                           retryAfter: retryAfter)
         }
     }
 

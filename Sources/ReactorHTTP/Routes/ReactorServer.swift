@@ -61,11 +61,14 @@ public final class ReactorServer: Sendable {
     public var port: UInt16 { http.port }
 
     /// Stops gracefully: stops accepting, answers in-flight requests, ends every event stream
-    /// with its last events and an `end` event, then disposes every instance.
+    /// with its last events and an `end` event, then disposes every instance. With a store other
+    /// nodes share, the instances are first committed and released, and their streams end with
+    /// `moved`, so clients resume on another node at once.
     public func shutdown() {
         expiry.withLock { $0?.cancel() }
         // Actions answered 202 so far reach the event streams before those end.
         service.finishQueuedActions(within: .milliseconds(250))
+        service.handOffInstances()
         http.shutdown()
         service.disposeAllInstances()
         logger.info("stopped")

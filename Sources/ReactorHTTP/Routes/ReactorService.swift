@@ -139,6 +139,13 @@ public final class ReactorService: Sendable {
 
     /// Disposes every instance, ending their streams, commits what the store has queued, and
     /// lets the threads applying actions end; used when the server stops.
+    /// With a store other nodes share, hands every instance over to them (see
+    /// ``ReactorServer/shutdown()``); does nothing otherwise.
+    public func handOffInstances() {
+        host.handOff()
+        metrics.instanceCount(table.count)
+    }
+
     public func disposeAllInstances() {
         host.shutdown()
         metrics.instanceCount(0)

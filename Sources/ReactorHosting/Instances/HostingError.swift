@@ -14,4 +14,7 @@ package enum HostingError: Error, Sendable, Equatable {
     /// The session store could not take the write (full disk, lost connection); nothing was
     /// acknowledged. The detail names the store's error.
     case storeUnavailable(String)
+    /// Another node serves the instance now (several nodes share the store); nothing was done.
+    /// A retry after `retryAfterSeconds`, through the proxy, reaches its owner.
+    case ownedElsewhere(retryAfterSeconds: Int)
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ReactorCore
+import Synchronization
 
 /// How a ``ReactorHost`` keeps its instances: limits, history, threads and the session store.
 package struct HostingConfiguration: Sendable {
@@ -44,6 +45,8 @@ package final class ReactorHost: Sendable {
     package let committer: GroupCommitter?
     private let context: InstanceContext
     private let logger: Logger
+    /// Set once the host hands its instances to other nodes: it activates and creates no more.
+    private let isHandingOff = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - errorEvent: frames a mutation error for the instance's streams.
@@ -63,7 +66,9 @@ package final class ReactorHost: Sendable {
             GroupCommitter(
                 store: $0, durability: configuration.durability, logger: logger,
                 staleWriters: { stale in
-                    logger.error("session store refused stale writes", metadata: ["instances": "\(stale.count)"])
+                    // Another writer (another node) holds them now: serve them no more here.
+                    logger.warning("session store refused stale writes; those instances moved", metadata: ["instances": "\(stale.count)"])
+                    for id in stale { table.remove(id)?.dispose(.moved) }
                 },
                 failedInstances: { ids in
                     // Memory must not run ahead of the store: these come back as last committed.
@@ -75,12 +80,23 @@ package final class ReactorHost: Sendable {
             historyCapacity: configuration.historyCapacity, subscriberLimit: configuration.subscriberLimit,
             logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout, committer: committer,
             stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed)
+        configuration.store?.onOwnershipLost { [logger] lost in
+            var moved = 0
+            for id in lost {
+                if let instance = table.remove(id) {
+                    instance.dispose(.moved)
+                    moved += 1
+                }
+            }
+            if moved > 0 { logger.notice("instances claimed by another node left memory", metadata: ["instances": "\(moved)"]) }
+        }
     }
 
     /// Creates an instance of the type registered as `typeName`. With a store in
     /// ``Durability/sync`` the ticket tells when its creation is committed.
     package func create(_ type: RegisteredType) throws(HostingError) -> (any HostedInstance, CommitTicket?) {
         if let error = committer?.lastError { throw HostingError.storeUnavailable(error.message) }
+        if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
         let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in
             // A new instance cannot fail to host: there is nothing stored to decode.
@@ -102,10 +118,14 @@ package final class ReactorHost: Sendable {
     package func instance(key: InstanceKey, id: @autoclosure () -> String) throws(HostingError) -> (any HostedInstance)? {
         if let live = table.instance(key: key) { return live }
         guard let store = configuration.store else { return nil }
+        // Leaving: another node is to claim it.
+        if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let id = id()
         let stored: StoredSession?
         do {
             stored = try store.load(id: id)
+        } catch where error.kind == .ownedElsewhere {
+            throw HostingError.ownedElsewhere(retryAfterSeconds: 1)
         } catch {
             throw HostingError.storeUnavailable(error.message)
         }
@@ -184,9 +204,31 @@ package final class ReactorHost: Sendable {
         committer.afterCommit {
             for instance in idle where table.removeIfIdle(instance, before: cutoff, where: { !$0.isBusy }) {
                 instance.dispose(nil)
+                committer.enqueue(.release(id: instance.id))
             }
         }
         return idle.count
+    }
+
+    /// With a store that other nodes share, hands every instance over to them: activates and
+    /// creates no more, takes the instances out of memory, commits what they did with their
+    /// release, and only then ends their streams with `moved`, so that a client reconnecting
+    /// through the proxy finds the session free to claim on another node. Returns once done.
+    package func handOff() {
+        guard let committer, configuration.store?.isShared == true else { return }
+        isHandingOff.store(true, ordering: .relaxed)
+        let wallClock = configuration.wallClock()
+        let leaving = table.removeAll()
+        for instance in leaving {
+            instance.dispose(nil)
+            committer.enqueue(.touch(id: instance.id, lastActivity: wallClock))
+            committer.enqueue(.release(id: instance.id))
+        }
+        let committed = DispatchSemaphore(value: 0)
+        committer.afterCommit { committed.signal() }
+        committed.wait()
+        for instance in leaving { instance.timeline.end(.moved) }
+        logger.info("instances handed over to the other nodes", metadata: ["instances": "\(leaving.count)"])
     }
 
     /// Waits until every action queued so far is applied (stalled instances aside), or
@@ -201,6 +243,7 @@ package final class ReactorHost: Sendable {
         for instance in table.removeAll() {
             instance.dispose(.shutdown)
             committer?.enqueue(.touch(id: instance.id, lastActivity: wallClock))
+            committer?.enqueue(.release(id: instance.id))
         }
         drainPool?.shutdown()
         committer?.stop()

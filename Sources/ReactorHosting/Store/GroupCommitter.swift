@@ -33,7 +33,9 @@ public enum Durability: Sendable, Equatable {
 package final class GroupCommitter: Sendable {
     private struct Queue {
         var writes: [SessionWrite] = []
-        var completions: [@Sendable (Bool) -> Void] = []
+        /// Each with the session its write is about (nil: it waits for the whole batch), so a
+        /// write the store refused as stale is not reported committed.
+        var completions: [(id: String?, body: @Sendable (Bool) -> Void)] = []
         /// Run after the next commit in either durability (see `afterCommit`).
         var afterCommit: [@Sendable () -> Void] = []
         var isSleeping = false
@@ -90,7 +92,7 @@ package final class GroupCommitter: Sendable {
         let signal = queue.withLock { queue -> Bool in
             queue.writes.append(write)
             guard case .sync = durability else { return false }
-            if let completion { queue.completions.append(completion) }
+            if let completion { queue.completions.append((write.instanceID, completion)) }
             return wakeIfSleeping(&queue)
         }
         if signal { wake.signal() }
@@ -114,7 +116,7 @@ package final class GroupCommitter: Sendable {
     package func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
         guard case .sync = durability else { return body() }
         let signal = queue.withLock { queue -> Bool in
-            queue.completions.append { _ in body() }
+            queue.completions.append((nil, { _ in body() }))
             return wakeIfSleeping(&queue)
         }
         if signal { wake.signal() }
@@ -163,15 +165,19 @@ package final class GroupCommitter: Sendable {
                 if case .sync = durability { wake.wait() }
                 continue
             }
-            let committed = writes.isEmpty || commit(writes)
-            for completion in completions { completion(committed) }
+            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
+            for completion in completions {
+                let refused = completion.id.map { outcome.refused.contains($0) } ?? false
+                completion.body(outcome.committed && !refused)
+            }
             for body in afterCommit { body() }
         }
         stopped.signal()
     }
 
     /// Commits one batch; on failure reports it and has the instances it touched dropped.
-    private func commit(_ writes: [SessionWrite]) -> Bool {
+    /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
+    private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
         do {
             let stale = try store.commit(writes)
             if !stale.isEmpty { staleWriters(stale) }
@@ -180,7 +186,7 @@ package final class GroupCommitter: Sendable {
                 return queue.lastError != nil
             }
             if recovered { logger.notice("session store writable again; commits resume") }
-            return true
+            return (true, stale)
         } catch {
             let first = queue.withLock { queue -> Bool in
                 defer {
@@ -194,18 +200,7 @@ package final class GroupCommitter: Sendable {
                              metadata: ["error": "\(error)", "writes": "\(writes.count)"])
             }
             failedInstances(Set(writes.map(\.instanceID)))
-            return false
-        }
-    }
-}
-
-extension SessionWrite {
-    /// The session the write is about.
-    var instanceID: String {
-        switch self {
-        case .create(let id, _, _, _), .accept(let id, _, _), .settle(let id, _), .version(let id, _, _, _, _, _),
-             .touch(let id, _), .delete(let id):
-            return id
+            return (false, [])
         }
     }
 }

@@ -52,6 +52,8 @@ public final class InMemorySessionStore: SessionStore {
                     }
                 case .delete(let id):
                     sessions[id] = nil
+                case .release:
+                    break
                 }
             }
             return stale

@@ -7,8 +7,10 @@
 /// nodes a shared database (each write then carries an owner epoch that rejects a stale writer).
 public protocol SessionStore: AnyObject, Sendable {
     /// Commits `writes` in order, in one transaction: all of them or none.
-    /// - Returns: the ids whose `.version` writes were refused because the store already holds a
-    ///   version at least as new (a stale writer); every other write was committed.
+    /// - Returns: the ids of sessions whose writes were refused because a newer writer overtook
+    ///   this process: the store holds a version at least as new, or (in a shared store) another
+    ///   node has claimed the session. Nothing of theirs in `writes` counts as committed; every
+    ///   other write was committed.
     /// - Throws: ``SessionStoreError`` when nothing was committed.
     func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String>
 
@@ -25,6 +27,23 @@ public protocol SessionStore: AnyObject, Sendable {
 
     /// Commits nothing more and releases the store's resources.
     func close()
+
+    /// Whether other processes (nodes) share the store. Then a session is served by one node
+    /// at a time, its owner: loading it claims it (or fails with
+    /// ``SessionStoreError/Kind/ownedElsewhere``), and a node that stops hands its sessions over.
+    var isShared: Bool { get }
+
+    /// Registers what to call when the store finds that sessions this process holds are now
+    /// owned by another node (its claim lapsed and was taken): they must leave memory at once.
+    func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void)
+}
+
+extension SessionStore {
+    /// A store of one process's own.
+    public var isShared: Bool { false }
+
+    /// A store of one process's own never loses a session to another.
+    public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {}
 }
 
 /// One change to the stored sessions.
@@ -45,6 +64,8 @@ public enum SessionWrite: Sendable {
     case touch(id: String, lastActivity: Int64)
     /// The session is gone, with its history and pending actions.
     case delete(id: String)
+    /// The session left this process's memory: in a shared store, another node may now claim it.
+    case release(id: String)
 }
 
 /// A session as stored: enough to bring it back exactly where its last commit left it.
@@ -113,6 +134,9 @@ public struct SessionStoreError: Error, Sendable, CustomStringConvertible {
         case unavailable
         /// The stored data is not a session store, or is damaged: it is left untouched.
         case corrupt
+        /// Another node owns the session now (a shared store): retry shortly, through the proxy
+        /// that routes to its owner.
+        case ownedElsewhere
     }
 
     /// What kind of failure it is.

@@ -8,6 +8,9 @@ package enum StreamEndReason: String, Sendable {
     case deleted
     case expired
     case shutdown
+    /// Another node serves the instance now (several nodes share the store): reconnect
+    /// through the proxy with `Last-Event-ID` to resume there.
+    case moved
 }
 
 /// One reader of a timeline (an event stream): woken to pull when a state is published or the

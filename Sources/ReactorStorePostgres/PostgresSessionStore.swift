@@ -1,0 +1,438 @@
+import Foundation
+import Locking
+import Logging
+import NIOCore
+import PostgresNIO
+import ReactorHosting
+
+/// The session store several nodes share: PostgreSQL, through PostgresNIO.
+///
+/// One node at a time serves a session, its owner. Each session row carries an owner, a lease
+/// expiry and a fencing epoch:
+/// - Loading a session claims it: the epoch goes up by one and the lease is this node's, unless
+///   another node's lease on it is still live (then ``SessionStoreError/Kind/ownedElsewhere``).
+/// - Every commit first locks the rows it writes and checks that each still has the epoch this
+///   node claimed. A session claimed since by another node is refused whole (a stale writer):
+///   nothing of it is written, and the host drops it from memory.
+/// - A thread renews this node's leases every third of their length, and reports the sessions
+///   it finds claimed by another node. If it cannot reach the database for a whole lease, every
+///   session counts as lost: another node may claim them by now.
+///
+/// The schema is created, or checked, at start, under an advisory lock so that nodes starting
+/// together do not race.
+public final class PostgresSessionStore: SessionStore {
+    /// The schema this code writes; a database with a higher one is refused.
+    static let schemaVersion = 1
+    /// What `reactor_meta` says this database holds.
+    static let application = "reactor-server sessions"
+    /// The advisory lock key under which the schema is created.
+    private static let schemaLock: Int64 = 0x5265_6163_746F_72
+
+    /// Where the database is.
+    public let location: PostgresLocation
+    /// This node's name, kept as the owner of the sessions it serves.
+    public let node: String
+    /// How long a claim lasts unless renewed.
+    public let lease: Duration
+    private let historyCapacity: Int
+    private let writer: PostgresLink
+    private let reader: PostgresLink
+    private let logger: Logger
+    /// The epoch of each session this node has claimed.
+    private let claims = Locked<[String: Int64]>([:])
+    private let leaseKeeper: Locked<LeaseKeeper?> = Locked(nil)
+    private let lostHandler = Locked<(@Sendable (Set<String>) -> Void)?>(nil)
+
+    /// Connects, creates or checks the schema, and starts renewing leases.
+    /// - Parameters:
+    ///   - node: this node's name; a node that restarts under the same name takes its sessions
+    ///     back at once rather than after their leases lapse.
+    ///   - lease: how long a claim lasts unless renewed (`--lease-s`): after a node dies, its
+    ///     sessions move to others within about that long.
+    ///   - historyCapacity: versions kept per session for replay (at least the latest).
+    /// - Throws: ``SessionStoreError`` naming the database and what is wrong.
+    public init(location: PostgresLocation, node: String, lease: Duration, historyCapacity: Int,
+                logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
+        self.location = location
+        self.node = node
+        self.lease = lease
+        self.historyCapacity = max(1, historyCapacity)
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .notice)
+        self.logger = quiet
+        self.writer = PostgresLink(location: location, logger: quiet)
+        self.reader = PostgresLink(location: location, logger: quiet)
+        try prepareSchema()
+        let keeper = LeaseKeeper(period: lease / 3) { [weak self] in self?.renewLeases() }
+        leaseKeeper.withLock { $0 = keeper }
+    }
+
+    public var isShared: Bool { true }
+
+    public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {
+        lostHandler.withLock { $0 = handler }
+    }
+
+    private var leaseSeconds: Double {
+        Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+    }
+
+    // MARK: - Schema
+
+    private func prepareSchema() throws(SessionStoreError) {
+        let logger = self.logger
+        let location = self.location
+        let schema = try writer.run { connection -> Int in
+            try connection.run("BEGIN", logger: logger)
+            do {
+                try connection.run("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
+                for statement in Self.schemaStatements {
+                    try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let rows = try connection.run("SELECT key, value FROM reactor_meta", logger: logger).rows
+                try connection.run("COMMIT", logger: logger)
+                var values: [String: String] = [:]
+                for row in rows {
+                    let (key, value) = try row.decode((String, String).self)
+                    values[key] = value
+                }
+                guard values["application"] == Self.application else {
+                    throw SessionStoreError(.corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
+                }
+                return values["schema"].flatMap(Int.init) ?? 0
+            } catch {
+                _ = try? connection.run("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+        guard schema <= Self.schemaVersion else {
+            throw SessionStoreError(.corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
+        }
+    }
+
+    private static let schemaStatements = [
+        "CREATE TABLE IF NOT EXISTS reactor_meta(key text PRIMARY KEY, value text NOT NULL)",
+        "INSERT INTO reactor_meta(key, value) VALUES ('application', '\(application)'), ('schema', '\(schemaVersion)') ON CONFLICT (key) DO NOTHING",
+        """
+        CREATE TABLE IF NOT EXISTS reactor_sessions(
+            id text PRIMARY KEY, type text NOT NULL, version bigint NOT NULL, state bytea NOT NULL,
+            started_through bigint NOT NULL, last_activity bigint NOT NULL,
+            owner text, epoch bigint NOT NULL, lease_until timestamptz)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS reactor_history(
+            id text NOT NULL, first_version bigint NOT NULL, last_version bigint NOT NULL, versions bytea NOT NULL,
+            PRIMARY KEY (id, first_version))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS reactor_actions(
+            id text NOT NULL, seq bigint NOT NULL, action bytea NOT NULL, PRIMARY KEY (id, seq))
+        """,
+    ]
+
+    // MARK: - Writing
+
+    public func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
+        let batch = SessionBatch(writes)
+        let logger = self.logger
+        let outcome = try writer.run { connection -> BatchOutcome in
+            try connection.run("BEGIN", logger: logger)
+            do {
+                let outcome = try apply(batch, on: connection)
+                try connection.run("COMMIT", logger: logger)
+                return outcome
+            } catch {
+                _ = try? connection.run("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+        claims.withLock { claims in
+            for (id, epoch) in outcome.claimed { claims[id] = epoch }
+            for id in outcome.released { claims[id] = nil }
+            for id in outcome.stale { claims[id] = nil }
+        }
+        return outcome.stale
+    }
+
+    /// What one committed batch changed of this node's claims.
+    private struct BatchOutcome {
+        var stale: Set<String> = []
+        var claimed: [String: Int64] = [:]
+        var released: Set<String> = []
+    }
+
+    /// The batch's writes, inside its transaction: the rows it writes are locked and their
+    /// epochs checked first; then every write of a session still this node's is sent at once
+    /// (pipelined) and the results awaited.
+    private func apply(_ batch: SessionBatch, on connection: PostgresConnection) throws -> BatchOutcome {
+        var outcome = BatchOutcome()
+        var created: Set<String> = []
+        for case .create(let id, _, _, _) in batch.writes { created.insert(id) }
+        let fenced = Array(batch.sessionIDs.subtracting(created))
+        // The epoch of each existing session the batch writes, its row locked until the commit,
+        // so that no other node can claim it in between.
+        var epochs: [String: Int64] = [:]
+        if !fenced.isEmpty {
+            let rows = try connection.run("SELECT id, epoch FROM reactor_sessions WHERE id = ANY(\(fenced)) FOR UPDATE",
+                                          logger: logger).rows
+            for row in rows {
+                let (id, epoch) = try row.decode((String, Int64).self)
+                epochs[id] = epoch
+            }
+        }
+        let claimed = claims.withLock { claims in epochs.keys.map { ($0, claims[$0]) } }
+        for (id, epoch) in claimed where epoch != epochs[id] { outcome.stale.insert(id) }
+
+        var exists: [String: Bool] = [:]
+        func sessionExists(_ id: String) -> Bool { exists[id] ?? (epochs[id] != nil) }
+        var pending: [EventLoopFuture<PostgresQueryResult>] = []
+        var versionWrites: [(id: String, result: EventLoopFuture<PostgresQueryResult>)] = []
+        func send(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+            let future = connection.query(query, logger: logger)
+            pending.append(future)
+            return future
+        }
+        let lease = leaseSeconds
+        for write in batch.writes where !outcome.stale.contains(write.instanceID) {
+            switch write {
+            case .create(let id, let type, let state, let lastActivity):
+                let chunk = HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)])
+                _ = send("""
+                    INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until)
+                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), \(node), 1,
+                            now() + make_interval(secs => \(lease)))
+                    """)
+                _ = send("""
+                    INSERT INTO reactor_history(id, first_version, last_version, versions)
+                    VALUES (\(id), 0, 0, \(ByteBuffer(bytes: chunk.encoded())))
+                    """)
+                exists[id] = true
+                outcome.claimed[id] = 1
+            case .accept(let id, let seq, let action):
+                guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
+                _ = send("""
+                    INSERT INTO reactor_actions(id, seq, action) VALUES (\(id), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: action)))
+                    ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action
+                    """)
+            case .settle(let id, let seq):
+                guard !batch.acceptedInBatch(id: id, seq: seq), sessionExists(id) else { continue }
+                _ = send("DELETE FROM reactor_actions WHERE id = \(id) AND seq = \(Int64(bitPattern: seq))")
+            case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
+                guard let entries = batch.versions(of: id, endingAt: version), sessionExists(id) else { continue }
+                let first = Int64(bitPattern: entries[0].version)
+                let chunk = ByteBuffer(bytes: HistoryChunk(entries: entries).encoded())
+                // The row moves forward only from an older version; its history chunk is written
+                // only if it did.
+                let result = send("""
+                    WITH moved AS (
+                        UPDATE reactor_sessions SET version = \(Int64(bitPattern: version)), state = \(ByteBuffer(bytes: state)),
+                            started_through = \(Int64(bitPattern: startedThrough)),
+                            last_activity = greatest(last_activity, \(lastActivity))
+                        WHERE id = \(id) AND version < \(first) RETURNING id)
+                    INSERT INTO reactor_history(id, first_version, last_version, versions)
+                    SELECT id, \(first), \(Int64(bitPattern: version)), \(chunk) FROM moved
+                    ON CONFLICT (id, first_version) DO UPDATE SET last_version = EXCLUDED.last_version, versions = EXCLUDED.versions
+                    """)
+                versionWrites.append((id, result))
+                if let through = HistoryChunk.trimmedThrough(firstVersion: entries[0].version, lastVersion: version,
+                                                              capacity: historyCapacity) {
+                    _ = send("DELETE FROM reactor_history WHERE id = \(id) AND last_version <= \(Int64(bitPattern: through))")
+                }
+            case .touch(let id, let lastActivity):
+                guard sessionExists(id) else { continue }
+                _ = send("UPDATE reactor_sessions SET last_activity = greatest(last_activity, \(lastActivity)) WHERE id = \(id)")
+            case .delete(let id):
+                _ = send("DELETE FROM reactor_sessions WHERE id = \(id)")
+                _ = send("DELETE FROM reactor_history WHERE id = \(id)")
+                _ = send("DELETE FROM reactor_actions WHERE id = \(id)")
+                exists[id] = false
+                outcome.released.insert(id)
+            case .release(let id):
+                guard sessionExists(id) else { continue }
+                _ = send("UPDATE reactor_sessions SET owner = NULL, lease_until = NULL WHERE id = \(id)")
+                outcome.released.insert(id)
+                outcome.claimed[id] = nil
+            }
+        }
+        // Every result is awaited, so that an error anywhere fails the batch (after an error,
+        // PostgreSQL would answer the COMMIT with a rollback).
+        for future in pending { _ = try future.wait() }
+        for (id, result) in versionWrites where try result.wait().metadata.rows == 0 {
+            outcome.stale.insert(id)
+        }
+        return outcome
+    }
+
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
+        let logger = self.logger
+        let live = Array(excluding)
+        return try writer.run { connection -> Int in
+            // Not those another node serves: its lease is live, and it keeps their activity.
+            let result = try connection.run("""
+                WITH gone AS (
+                    DELETE FROM reactor_sessions
+                    WHERE last_activity < \(cutoff) AND (lease_until IS NULL OR lease_until < now()) AND NOT (id = ANY(\(live)))
+                    RETURNING id),
+                history AS (DELETE FROM reactor_history WHERE id IN (SELECT id FROM gone)),
+                actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone))
+                SELECT count(*) FROM gone
+                """, logger: logger)
+            return try result.rows.first.map { Int(try $0.decode(Int64.self)) } ?? 0
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Loads the session and claims it for this node.
+    public func load(id: String) throws(SessionStoreError) -> StoredSession? {
+        let logger = self.logger
+        let lease = leaseSeconds
+        let loaded = try reader.run { connection -> (StoredSession, Int64)?? in
+            try connection.run("BEGIN", logger: logger)
+            do {
+                let claim = connection.query("""
+                    UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
+                    WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
+                    RETURNING type, version, state, started_through, last_activity, epoch
+                    """, logger: logger)
+                let history = connection.query("SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
+                                               logger: logger)
+                let actions = connection.query("SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
+                                               logger: logger)
+                let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
+                guard let row = claimRows.first else {
+                    let found = try connection.run("SELECT 1 FROM reactor_sessions WHERE id = \(id)", logger: logger).rows
+                    try connection.run("COMMIT", logger: logger)
+                    return found.isEmpty ? .some(nil) : nil
+                }
+                try connection.run("COMMIT", logger: logger)
+                let (type, version, state, startedThrough, lastActivity, epoch)
+                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64).self)
+                var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
+                                           startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
+                                           history: [], pendingActions: [])
+                var versions: [SessionBatch.Version] = []
+                for historyRow in historyRows {
+                    let bytes = try historyRow.decode(ByteBuffer.self)
+                    guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {
+                        throw SessionStoreError(.corrupt, "\(location): the stored history of a session is damaged")
+                    }
+                    versions += chunk.entries
+                }
+                var pending: [(seq: UInt64, action: [UInt8])] = []
+                for actionRow in actionRows {
+                    let (seq, action) = try actionRow.decode((Int64, ByteBuffer).self)
+                    pending.append((UInt64(bitPattern: seq), Array(buffer: action)))
+                }
+                stored.restore(versions: versions, capacity: historyCapacity, pendingActions: pending)
+                return .some((stored, epoch))
+            } catch {
+                _ = try? connection.run("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+        // The outer nil: the session exists, but another node's lease on it is live.
+        guard let found = loaded else {
+            throw SessionStoreError(.ownedElsewhere, "another node serves this session")
+        }
+        guard let (stored, epoch) = found else { return nil }
+        claims.withLock { $0[id] = epoch }
+        return stored
+    }
+
+    public func contains(id: String) throws(SessionStoreError) -> Bool {
+        let logger = self.logger
+        return try reader.run { connection in
+            !(try connection.run("SELECT 1 FROM reactor_sessions WHERE id = \(id)", logger: logger).rows.isEmpty)
+        }
+    }
+
+    public func close() {
+        leaseKeeper.withLock { keeper in
+            keeper?.stop()
+            keeper = nil
+        }
+        writer.close()
+        reader.close()
+    }
+
+    // MARK: - Leases
+
+    /// When the leases were last renewed (monotonic nanoseconds).
+    private let lastRenewal = Locked<UInt64>(DispatchTime.now().uptimeNanoseconds)
+
+    /// Extends this node's leases, and reports the sessions it finds claimed by another node (or
+    /// all of them, once the database has been out of reach for a whole lease).
+    private func renewLeases() {
+        let held = claims.withLock { $0 }
+        let lost: Set<String>
+        if held.isEmpty {
+            lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+            return
+        }
+        let ids = Array(held.keys)
+        let epochs = ids.map { held[$0]! }
+        let logger = self.logger
+        let lease = leaseSeconds
+        do {
+            let renewed = try writer.run { connection -> Set<String> in
+                let rows = try connection.run("""
+                    UPDATE reactor_sessions AS s SET lease_until = now() + make_interval(secs => \(lease))
+                    FROM unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch)
+                    WHERE s.id = c.id AND s.epoch = c.epoch AND s.owner = \(node)
+                    RETURNING s.id
+                    """, logger: logger).rows
+                return Set(try rows.map { try $0.decode(String.self) })
+            }
+            lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+            // Those no longer held at the epoch read above: claimed by another node (unless this
+            // node claimed, released or deleted them again meanwhile).
+            lost = claims.withLock { claims in
+                var lost: Set<String> = []
+                for (id, epoch) in held where !renewed.contains(id) && claims[id] == epoch {
+                    claims[id] = nil
+                    lost.insert(id)
+                }
+                return lost
+            }
+        } catch {
+            let since = DispatchTime.now().uptimeNanoseconds &- lastRenewal.withLock { $0 }
+            guard since >= self.lease.nanoseconds else {
+                logger.warning("could not renew the session leases; retrying", metadata: ["error": "\(error)"])
+                return
+            }
+            logger.error("session leases lapsed: the database was out of reach for a whole lease, so other nodes may serve these sessions now",
+                         metadata: ["error": "\(error)", "sessions": "\(held.count)"])
+            lost = claims.withLock { claims in
+                let lost = Set(claims.keys)
+                claims.removeAll()
+                return lost
+            }
+        }
+        if !lost.isEmpty, let handler = lostHandler.withLock({ $0 }) { handler(lost) }
+    }
+}
+
+/// Runs `renew` every `period` on a thread of its own until stopped.
+final class LeaseKeeper: Sendable {
+    private let stopping = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init(period: Duration, renew: @escaping @Sendable () -> Void) {
+        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
+        var error: Int32 = 0
+        guard let thread = startThread({ [stopping, stopped] in
+            while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
+            stopped.signal()
+        }, error: &error) else {
+            fatalError("could not start the lease renewal thread (error \(error))")
+        }
+        pthread_detach(thread)
+    }
+
+    /// Stops renewing; returns once the thread has.
+    func stop() {
+        stopping.signal()
+        stopped.wait()
+    }
+}
