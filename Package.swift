@@ -63,11 +63,13 @@ let package = Package(
         // The embedded session store: a SQLite file in WAL mode, through SQLite's C API.
         .target(name: "ReactorStoreSQLite", dependencies: ["ReactorHosting", "CSQLite", "Locking"]),
         // The store several nodes share: PostgreSQL through PostgresNIO, with a lease and a
-        // fencing epoch per session so that one node at a time serves it.
+        // fencing epoch per session so that one node at a time serves it; and a cluster channel
+        // over LISTEN/NOTIFY for global state that spans the nodes.
         .target(
             name: "ReactorStorePostgres",
             dependencies: [
                 "ReactorHosting",
+                "ReactorCore",
                 "Locking",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,8 +1,13 @@
+import Foundation
 import ReactorCore
 import Synchronization
 
 /// A process-wide chat room shared by every ``RoomReactor``: the global state of the room
 /// example. Use ``shared`` in the server and a fresh `Room()` in tests.
+///
+/// Messages travel through a ``ClusterChannel``: with one that spans nodes, a message said on
+/// any node reaches the room on every node, each in the same order. Members are each node's own:
+/// a node lists the members it serves.
 public final class Room: Sendable {
     /// One message said in the room.
     public struct Message: Codable, Sendable, Equatable {
@@ -51,10 +56,24 @@ public final class Room: Sendable {
     public let historyLimit: Int
     private let storage = Mutex(Storage())
 
-    /// An empty room that keeps the last `historyLimit` messages.
-    public init(historyLimit: Int = 100) {
+    /// An empty room that keeps the last `historyLimit` messages, said through `channel` (by
+    /// default, within this process).
+    public init(historyLimit: Int = 100, channel: any ClusterChannel = LocalChannel()) {
         self.historyLimit = historyLimit
+        self.channel = channel
+        channel.subscribe { [weak self] bytes in
+            guard let said = try? JSONDecoder().decode(Said.self, from: Data(bytes)) else { return }
+            self?.hear(said)
+        }
     }
+
+    /// A message as it travels through the channel, before the room numbers it.
+    private struct Said: Codable {
+        let author: String
+        let text: String
+    }
+
+    private let channel: any ClusterChannel
 
     /// A stream of the room's changes, starting with a snapshot of the whole room.
     /// It ends when the consumer stops iterating.
@@ -99,11 +118,22 @@ public final class Room: Sendable {
         }
     }
 
-    /// Says `text` as the member `id` (under its current name) to everyone in the room.
+    /// Says `text` as the member `id` (under its current name) to everyone in the room, on
+    /// every node the channel reaches.
     public func say(_ text: String, from id: UInt64) {
+        let author = storage.withLock { storage in storage.members.first { $0.id == id }?.name } ?? "someone"
+        // Sorted keys, so that equal messages travel as equal bytes.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let bytes = try? encoder.encode(Said(author: author, text: text)) else { return }
+        channel.publish(Array(bytes))
+    }
+
+    /// A message heard from the channel (said on this node or another): numbered, kept and sent
+    /// to every member here.
+    private func hear(_ said: Said) {
         change { storage in
-            let author = storage.members.first { $0.id == id }?.name ?? "someone"
-            let message = Message(id: storage.nextID(), author: author, text: text)
+            let message = Message(id: storage.nextID(), author: said.author, text: said.text)
             storage.messages.append(message)
             storage.messages.removeFirst(max(0, storage.messages.count - historyLimit))
             return .message(message)

@@ -4,7 +4,8 @@ import ReactorHTTP
 
 /// The example reactors `reactor-server` serves.
 enum ExampleReactors {
-    static func registry(counterDelay: Duration, searchLatency: Duration) -> ReactorRegistry {
+    /// - Parameter room: the room every room instance joins.
+    static func registry(counterDelay: Duration, searchLatency: Duration, room: Room = .shared) -> ReactorRegistry {
         var registry = ReactorRegistry()
         registry.register(
             "counter",
@@ -25,7 +26,7 @@ enum ExampleReactors {
             "room",
             summary: "A chat room shared by every instance: one instance's message reaches all of them",
             exampleActions: RoomReactor.exampleActions
-        ) { RoomReactor() }
+        ) { RoomReactor(room: room) }
         return registry
     }
 }

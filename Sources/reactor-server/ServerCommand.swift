@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import MicroHTTP
+import ReactorExamples
 import ReactorHTTP
 import ReactorHosting
 import ReactorStorePostgres
@@ -179,8 +180,13 @@ struct ServerCommand: ParsableCommand {
         http.maxHeaderSize = maxHeaderBytes
         http.connectionTimeout = connectionTimeoutS > 0 ? .seconds(connectionTimeoutS) : nil
 
+        // With a database the nodes share, the room's messages reach every node through it.
+        var room = Room.shared
+        if case .postgres(let database) = location {
+            room = Room(channel: PostgresChannel(location: database, name: "reactor_room", logger: logger))
+        }
         let registry = ExampleReactors.registry(counterDelay: .milliseconds(counterDelayMs),
-                                                searchLatency: .milliseconds(searchLatencyMs))
+                                                searchLatency: .milliseconds(searchLatencyMs), room: room)
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
         // Signals are handled before the port is announced, so a SIGTERM sent right after the
         // first answer already stops the server gracefully.
