@@ -1,0 +1,161 @@
+"""Several nodes behind nginx (Tests/python/cluster.py): routing by instance id, event streams
+through the proxy, a dead node skipped. The nodes share PostgreSQL, or with CLUSTER_STORE=sqlite
+each has a SQLite file of its own. CLUSTER_FULL=1 (make cluster-test) sends more requests."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cluster import Cluster, scaled, store_mode_from_environment
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, server_logs):
+    """One cluster for this module: PostgreSQL, three nodes (lease 2 s), nginx."""
+    with Cluster(tmp_path_factory.mktemp("cluster"), nodes=3, lease_s=2) as instance:
+        yield instance
+
+
+@pytest.fixture(autouse=True)
+def cluster_logs(cluster):
+    """Prints the end of every log after each test; pytest shows it when the test failed."""
+    yield
+    print(cluster.logs())
+
+
+def snapshot(cluster: Cluster, instance_id: str) -> dict:
+    reply = cluster.request("GET", f"/reactors/{instance_id}")
+    assert reply.status == 200, reply
+    return reply.json()
+
+
+def create_and_locate(cluster: Cluster) -> tuple[str, int, int]:
+    """Creates a counter through the proxy. Returns its id, the node that created it (creations
+    go to any node) and the node the proxy sends requests about it to first (by its id)."""
+    before = len(cluster.passages("/reactors", "POST"))
+    instance_id = cluster.create()["id"]
+    creation = cluster.wait_for_passages(before + 1, "/reactors", "POST")[before]
+    path = f"/reactors/{instance_id}"
+    cluster.request("GET", path)
+    read = cluster.wait_for_passages(1, path, "GET")[0]
+    return instance_id, cluster.node_index(creation.upstreams[-1]), cluster.node_index(read.upstreams[0])
+
+
+def instance_placed(cluster: Cluster, on_its_node: bool) -> tuple[str, int, int]:
+    """`create_and_locate` repeated (bounded) until the creating node is (or is not) the node
+    the id routes to; either happens about one time in three with three nodes."""
+    for _ in range(40):
+        instance_id, creator, routed = create_and_locate(cluster)
+        if (creator == routed) == on_its_node:
+            return instance_id, creator, routed
+    pytest.fail("40 creations through the proxy all landed the same way")
+
+
+def test_the_proxy_and_every_node_answer(cluster):
+    assert cluster.request("GET", "/healthz").status == 200
+    for node in cluster.nodes:
+        assert node.request("GET", "/healthz").status == 200
+    assert cluster.psql("SELECT current_user || ' ' || current_database()") == "reactor reactor"
+
+
+def test_nginx_accepts_the_generated_config(cluster):
+    result = cluster.nginx_test()
+    assert result.returncode == 0, result.stderr
+    assert "hash $reactor_id consistent;" in cluster.nginx.config.read_text()
+
+
+def test_requests_about_an_instance_reach_one_node(cluster):
+    # Created on the node its id routes to, so that with a SQLite file per node that node has it.
+    instance_id, _, routed = instance_placed(cluster, on_its_node=True)
+    path = f"/reactors/{instance_id}"
+    reads = scaled(20, 200)
+    for _ in range(reads):
+        assert snapshot(cluster, instance_id)["id"] == instance_id
+    reply = cluster.request("POST", f"{path}/actions?wait=true", '"increase"')
+    assert reply.status == 200, reply
+    assert reply.json()["state"]["value"] == 1
+    assert snapshot(cluster, instance_id)["state"]["value"] == 1
+
+    # The locating read, the reads and the read after the action, and the action: each went
+    # straight to that node, nothing tried before it.
+    passages = cluster.wait_for_passages(reads + 2, path, "GET")
+    passages += cluster.wait_for_passages(1, f"{path}/actions?wait=true", "POST")
+    assert {tuple(passage.upstreams) for passage in passages} == {(f"127.0.0.1:{cluster.node_ports[routed]}",)}
+    assert all(passage.status == 200 for passage in passages), passages
+
+
+def test_creations_spread_over_the_nodes(cluster):
+    before = len(cluster.passages("/reactors", "POST"))
+    created = [cluster.create()["id"] for _ in range(scaled(12, 60))]
+    passages = cluster.wait_for_passages(before + len(created), "/reactors", "POST")[before:]
+    assert len({cluster.node_index(passage.upstreams[-1]) for passage in passages}) > 1, passages
+    if cluster.store_mode == "sqlite":
+        # Each node has a store of its own: an instance is on the node that created it only.
+        for instance_id in created:
+            found = [index for index, node in enumerate(cluster.nodes)
+                     if node.request("GET", f"/reactors/{instance_id}").status == 200]
+            assert len(found) == 1, (instance_id, found)
+
+
+@pytest.mark.skipif(store_mode_from_environment() != "postgres", reason="needs the shared store")
+@pytest.mark.xfail(strict=True, reason=(
+    "the creating node keeps the instance's lease and the node its id routes to answers an action 503 "
+    "instance-elsewhere, which nginx does not send on for a POST (no non_idempotent)"))
+def test_an_action_reaches_an_instance_created_on_another_node(cluster):
+    instance_id, _, _ = instance_placed(cluster, on_its_node=False)
+    reply = cluster.request("POST", f"/reactors/{instance_id}/actions?wait=true", '"increase"')
+    assert reply.status == 200, reply
+    assert snapshot(cluster, instance_id)["state"]["value"] == 1
+
+
+def test_event_streams_pass_through_unbuffered_and_resume(cluster):
+    instance_id, _, _ = instance_placed(cluster, on_its_node=True)
+    stream = cluster.events(instance_id)
+    try:
+        assert stream.status == 200
+        assert stream.response_headers["Content-Type"].startswith("text/event-stream")
+        assert stream.next(timeout=5).retry == 3000
+        assert stream.next(timeout=5).id == "0"
+        assert cluster.request("POST", f"/reactors/{instance_id}/actions", '"increase"').status == 202
+        # Each state arrives while the stream stays open: nothing waits for a buffer to fill.
+        states = stream.states_until(lambda state: state["alertMessage"]["count"] == 1, timeout=5)
+        assert [event.id for event in states] == ["1", "2", "3", "4"]
+    finally:
+        stream.close()
+    # Last-Event-ID reaches the node: the states after version 2 are replayed.
+    resumed = cluster.events(instance_id, headers={"Last-Event-ID": "2"})
+    try:
+        assert resumed.next(timeout=5).retry == 3000
+        assert [resumed.next(timeout=5).id for _ in range(2)] == ["3", "4"]
+    finally:
+        resumed.close()
+
+
+def test_a_killed_node_is_skipped_and_comes_back_on_its_port(cluster):
+    """Runs last: it kills a node, and restarts it before it ends."""
+    victim = 0
+    cluster.kill_node(victim)
+    try:
+        started = time.monotonic()
+        for _ in range(scaled(9, 60)):
+            assert cluster.request("GET", "/healthz").status == 200
+        # A POST that met a refused connection was never sent, so nginx tries the next node.
+        created = [cluster.create()["id"] for _ in range(6)]
+        assert time.monotonic() - started < 5, "requests waited for the dead node"
+        if cluster.store_mode == "postgres":
+            # Whichever node an id routes to, the one holding the instance answers in the end.
+            for instance_id in created:
+                assert snapshot(cluster, instance_id)["id"] == instance_id
+    finally:
+        cluster.restart_node(victim)
+    assert cluster.node(victim).port == cluster.node_ports[victim]
+    assert cluster.node(victim).request("GET", "/healthz").status == 200
+    before = len(cluster.passages("/healthz"))
+    for _ in range(6):
+        assert cluster.request("GET", "/healthz").status == 200
+    passages = cluster.wait_for_passages(before + 6, "/healthz")[before:]
+    assert victim in {cluster.node_index(passage.upstreams[-1]) for passage in passages}
