@@ -232,7 +232,7 @@ public final class ReactorService: Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
                 let accepted = HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
                 guard let ticket else { return reply.send(accepted) }
-                ticket.whenCommitted { committed in reply.send(committed ? accepted : Self.notCommitted.response) }
+                ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
             }
         })
     }
@@ -243,13 +243,19 @@ public final class ReactorService: Sendable {
         guard let ticket else { return .now(make()) }
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
-            ticket.whenCommitted { committed in reply.send(committed ? make() : Self.notCommitted.response) }
+            ticket.whenCommitted { outcome in reply.send(outcome == .committed ? make() : Self.notCommitted(outcome)) }
         })
     }
 
-    /// The answer when the store failed to commit what a request did: it was not accepted.
-    private static let notCommitted = Problem(HostingError.storeUnavailable(
+    /// The answer when the store did not commit what a request did: it was not accepted.
+    private static func notCommitted(_ outcome: CommitOutcome) -> HTTPResponse {
+        outcome == .overtaken ? overtaken.response : commitFailed.response
+    }
+
+    private static let commitFailed = Problem(HostingError.storeUnavailable(
         "the session store failed to commit this request (see the server's log)"))
+    /// Another node claimed the instance while the request's write was being committed.
+    private static let overtaken = Problem(HostingError.ownedElsewhere(retryAfterSeconds: 1))
 
     private func openEvents(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let instance = try self.instance(for: request)

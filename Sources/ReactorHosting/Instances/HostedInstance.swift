@@ -138,9 +138,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                                                  startedThrough: runtime.startedThroughForObserver,
                                                  producedBy: runtime.producingActionForObserver,
                                                  lastActivity: context.wallClock())
-                committer.enqueue(write) { committed in
-                    // A failed commit drops the instance; its state is never shown.
-                    if committed { publisher.publish(state, version: version, json: json) }
+                committer.enqueue(write) { outcome in
+                    // A failed or overtaken commit drops the instance; its state is never shown.
+                    if outcome == .committed { publisher.publish(state, version: version, json: json) }
                 }
             }
         } else {

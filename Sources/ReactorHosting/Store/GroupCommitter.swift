@@ -35,7 +35,7 @@ package final class GroupCommitter: Sendable {
         var writes: [SessionWrite] = []
         /// Each with the session its write is about (nil: it waits for the whole batch), so a
         /// write the store refused as stale is not reported committed.
-        var completions: [(id: String?, body: @Sendable (Bool) -> Void)] = []
+        var completions: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
         /// Run after the next commit in either durability (see `afterCommit`).
         var afterCommit: [@Sendable () -> Void] = []
         var isSleeping = false
@@ -87,8 +87,8 @@ package final class GroupCommitter: Sendable {
     }
 
     /// Queues `write`; `completion` hears whether it was committed, once it was
-    /// (``Durability/sync``), or `true` at once (``Durability/async``).
-    package func enqueue(_ write: SessionWrite, completion: (@Sendable (Bool) -> Void)? = nil) {
+    /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``).
+    package func enqueue(_ write: SessionWrite, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
         let signal = queue.withLock { queue -> Bool in
             queue.writes.append(write)
             guard case .sync = durability else { return false }
@@ -96,7 +96,7 @@ package final class GroupCommitter: Sendable {
             return wakeIfSleeping(&queue)
         }
         if signal { wake.signal() }
-        if case .async = durability { completion?(true) }
+        if case .async = durability { completion?(.committed) }
     }
 
     /// Queues `write` and, with ``Durability/sync``, returns the ticket a reply waits on before
@@ -167,8 +167,13 @@ package final class GroupCommitter: Sendable {
             }
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
             for completion in completions {
-                let refused = completion.id.map { outcome.refused.contains($0) } ?? false
-                completion.body(outcome.committed && !refused)
+                if !outcome.committed {
+                    completion.body(.failed)
+                } else if let id = completion.id, outcome.refused.contains(id) {
+                    completion.body(.overtaken)
+                } else {
+                    completion.body(.committed)
+                }
             }
             for body in afterCommit { body() }
         }
@@ -212,17 +217,28 @@ extension Duration {
     }
 }
 
+/// What became of a write to the session store.
+package enum CommitOutcome: Sendable, Equatable {
+    /// It is in the store.
+    case committed
+    /// The commit failed (a full disk, a store gone away): nothing of it may be acknowledged.
+    case failed
+    /// The store refused it: another writer (another node) overtook this process on its
+    /// session. Nothing of it may be acknowledged; the session's owner can take it.
+    case overtaken
+}
+
 /// A promise that a write reached the session store: what a reply that must not go out before
 /// the commit waits on.
 package final class CommitTicket: Sendable {
-    private let state = Locked<(outcome: Bool?, waiters: [@Sendable (Bool) -> Void])>((nil, []))
+    private let state = Locked<(outcome: CommitOutcome?, waiters: [@Sendable (CommitOutcome) -> Void])>((nil, []))
 
     package init() {}
 
-    /// Runs `body` once the write is committed (`true`) or its commit failed (`false`: nothing
-    /// of it may be acknowledged); at once if that is known.
-    package func whenCommitted(_ body: @escaping @Sendable (_ committed: Bool) -> Void) {
-        let outcome = state.withLock { state -> Bool? in
+    /// Runs `body` once the write's outcome is known (at once if it is): only
+    /// ``CommitOutcome/committed`` may be acknowledged.
+    package func whenCommitted(_ body: @escaping @Sendable (_ outcome: CommitOutcome) -> Void) {
+        let outcome = state.withLock { state -> CommitOutcome? in
             if state.outcome == nil { state.waiters.append(body) }
             return state.outcome
         }
@@ -230,12 +246,12 @@ package final class CommitTicket: Sendable {
     }
 
     /// Records the outcome and runs the waiters.
-    func complete(_ committed: Bool) {
-        let waiters = state.withLock { state -> [@Sendable (Bool) -> Void] in
-            state.outcome = committed
+    func complete(_ outcome: CommitOutcome) {
+        let waiters = state.withLock { state -> [@Sendable (CommitOutcome) -> Void] in
+            state.outcome = outcome
             defer { state.waiters = [] }
             return state.waiters
         }
-        for waiter in waiters { waiter(committed) }
+        for waiter in waiters { waiter(outcome) }
     }
 }
