@@ -5,10 +5,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv
+## postgresql and nginx serve the multi-node tests (Tests/python/cluster.py), which start their own
+## PostgreSQL and nginx on free ports as the test user: a system cluster the package may start (on
+## 5432) is neither used nor disturbed.
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv postgresql nginx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv clean fuzz sanitize
+.PHONY: run test build deps venv clean fuzz sanitize cluster-test
 
 ## Seconds of fuzzing in `make fuzz` and in `make test`.
 FUZZ_SECONDS ?= 60
@@ -42,6 +45,13 @@ test: deps venv
 	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
 	Fuzz/run $(FUZZ_SECONDS)
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
+
+## Only the multi-node tests (pytest -m cluster), their longer variants (CLUSTER_FULL=1). The nodes
+## share PostgreSQL; CLUSTER_STORE=sqlite gives each node a SQLite file of its own instead.
+## `make test` runs the short variants with the other end-to-end tests.
+cluster-test: deps venv
+	$(SWIFT) build --product reactor-server
+	CLUSTER_FULL=1 REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q -m cluster Tests/python
 
 clean:
 	rm -rf .build $(VENV)

@@ -1,12 +1,20 @@
 """What can be checked of the Docker files without a Docker engine."""
 
 import json
+import os
+import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
+import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
+from cluster import render_nginx_conf
 from conftest import REPO_ROOT
 
 DOCKER = REPO_ROOT / "docker"
@@ -227,3 +235,111 @@ def test_dockerignore_keeps_build_products_out_of_the_context():
     for pattern in (".git", ".build*", ".venv"):
         assert pattern in ignored
     assert any(pattern.endswith("reactor-data") for pattern in ignored)
+
+
+# Several nodes: docker/compose.cluster.yaml and docker/nginx.conf ------------------------------
+
+NODES = ("node1", "node2", "node3")
+
+
+def _cluster_compose():
+    return yaml.safe_load((DOCKER / "compose.cluster.yaml").read_text())
+
+
+def _store_url(service):
+    return urlsplit(str(_environment(service).get("STORE", "")))
+
+
+def test_compose_files_match_the_compose_specification():
+    """The Compose Specification's JSON schema, as vendored by check-jsonschema."""
+    result = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+         str(DOCKER / "compose.yaml"), str(DOCKER / "compose.cluster.yaml")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
+def test_docker_compose_accepts_the_cluster_file():
+    result = subprocess.run(["docker-compose", "-f", str(DOCKER / "compose.cluster.yaml"), "config", "-q"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_cluster_postgres_is_checked_and_keeps_its_data_on_a_named_volume():
+    compose = _cluster_compose()
+    postgres = compose["services"]["postgres"]
+    assert postgres["image"].startswith("postgres:")
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    data = [mount for mount in _mounts(postgres) if mount[2] == "/var/lib/postgresql/data"]
+    assert len(data) == 1 and data[0][0] == "volume", data
+    assert data[0][1] in (compose.get("volumes") or {})
+    assert "ports" not in postgres, "the database is for the nodes only"
+
+
+def test_cluster_nodes_share_the_postgres_store_under_their_own_names():
+    compose = _cluster_compose()
+    services = compose["services"]
+    postgres = _environment(services["postgres"])
+    for name in NODES:
+        node = services[name]
+        assert node["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+        store = _store_url(node)
+        assert (store.scheme, store.hostname, store.port) == ("postgres", "postgres", 5432), store
+        assert store.username == postgres["POSTGRES_USER"]
+        assert store.password == postgres["POSTGRES_PASSWORD"]
+        assert store.path == "/" + postgres["POSTGRES_DB"]
+        environment = _environment(node)
+        assert environment["NODE_ID"] == name
+        assert int(environment["LEASE_S"]) > 0
+        assert node["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert node["stop_signal"] == "SIGTERM" and node.get("stop_grace_period")
+        assert "ports" not in node, "clients reach the nodes through nginx"
+
+
+def test_cluster_nginx_serves_the_proxy_config_on_8080():
+    nginx = _cluster_compose()["services"]["nginx"]
+    assert nginx["image"].startswith("nginx:")
+    assert "8080:8080" in nginx["ports"]
+    mounts = [mount for mount in nginx["volumes"] if isinstance(mount, dict)]
+    assert {"type": "bind", "source": "./nginx.conf", "target": "/etc/nginx/nginx.conf",
+            "read_only": True} in mounts
+    assert set(nginx["depends_on"]) == set(NODES)
+
+
+def _directives(text):
+    """The directives of an nginx config as (name, arguments) pairs, comments left out."""
+    statements = re.sub(r"#[^\n]*", "", text).replace("{", ";").replace("}", ";").split(";")
+    return [(words[0], words[1:]) for words in (shlex.split(statement) for statement in statements) if words]
+
+
+def test_nginx_conf_names_the_cluster_nodes_and_routes_by_instance_id():
+    text = (DOCKER / "nginx.conf").read_text()
+    directives = _directives(text)
+    servers = [arguments[0] for name, arguments in directives if name == "server" and arguments]
+    node_port = _environment(_cluster_compose()["services"]["node1"]).get("PORT", "8080")
+    assert servers == [f"{name}:{node_port}" for name in NODES]
+    assert ("hash", ["$reactor_id", "consistent"]) in directives
+    assert ("map", ["$uri", "$reactor_id"]) in directives
+    assert ("listen", ["8080"]) in directives
+    next_upstream = [arguments for name, arguments in directives if name == "proxy_next_upstream"]
+    assert next_upstream == [["error", "timeout", "http_502", "http_503"]], "a POST must never be sent twice"
+    assert ("proxy_buffering", ["off"]) in directives
+    assert "daemon" not in dict(directives), "the image's command sets daemon off"
+
+
+def test_the_harness_changes_only_the_marked_lines_of_nginx_conf(tmp_path):
+    """Tests/python/cluster.py runs docker/nginx.conf with local addresses; every other line of
+    the file, the routing, reaches nginx unchanged and in order, and nginx accepts the result."""
+    original = (DOCKER / "nginx.conf").read_text()
+    rendered = render_nginx_conf(original, listen_port=18080, node_ports=[18081, 18082, 18083],
+                                 directory=tmp_path, as_root=os.geteuid() == 0)
+    kept = iter(rendered.splitlines())
+    for line in original.splitlines():
+        if "# cluster.py:" not in line:
+            assert line in kept, f"lost or moved: {line!r}"
+    assert rendered.count("server 127.0.0.1:1808") == 3
+    (tmp_path / "nginx.conf").write_text(rendered)
+    result = subprocess.run(["nginx", "-t", "-e", str(tmp_path / "error.log"), "-p", f"{tmp_path}/",
+                             "-c", str(tmp_path / "nginx.conf")], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
