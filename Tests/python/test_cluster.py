@@ -138,14 +138,24 @@ def test_event_streams_pass_through_unbuffered_and_resume(cluster):
 def test_a_killed_node_is_skipped_and_comes_back_on_its_port(cluster):
     """Runs last: it kills a node, and restarts it before it ends."""
     victim = 0
+    dead = f"127.0.0.1:{cluster.node_ports[victim]}"
     cluster.kill_node(victim)
     try:
         started = time.monotonic()
-        for _ in range(scaled(9, 60)):
+        reads_before = len(cluster.passages("/healthz"))
+        reads = scaled(9, 60)
+        for _ in range(reads):
             assert cluster.request("GET", "/healthz").status == 200
         # A POST that met a refused connection was never sent, so nginx tries the next node.
+        creations_before = len(cluster.passages("/reactors", "POST"))
         created = [cluster.create()["id"] for _ in range(6)]
         assert time.monotonic() - started < 5, "requests waited for the dead node"
+        # Round robin still offers the dead node its turn: those requests went on to another.
+        for passages in (cluster.wait_for_passages(reads_before + reads, "/healthz")[reads_before:],
+                         cluster.wait_for_passages(creations_before + 6, "/reactors", "POST")[creations_before:]):
+            moved_on = [passage for passage in passages if passage.upstreams[0] == dead]
+            assert moved_on, passages
+            assert all(len(passage.upstreams) == 2 for passage in moved_on), moved_on
         if cluster.store_mode == "postgres":
             # Whichever node an id routes to, the one holding the instance answers in the end.
             for instance_id in created:
