@@ -4,7 +4,7 @@ The topology of docker/compose.cluster.yaml without Docker: a PostgreSQL server 
 Debian package's binaries, a fresh data directory, its own port), nginx running
 docker/nginx.conf with the nodes' addresses put in, and N reactor-server nodes started through
 conftest's `Server`. Every process is started here, waited for with a deadline and stopped by its
-PID (SIGTERM, then SIGKILL), children included.
+PID (its shutdown signal, then SIGKILL after a bounded wait, children included).
 
     with Cluster(tmp_path, nodes=3, lease_s=2) as cluster:
         instance = cluster.create()                        # through the proxy
@@ -443,7 +443,7 @@ class Cluster:
         """Starts node `index` on its port (it must not be running)."""
         assert self.nodes[index] is None or self.nodes[index].process.poll() is not None, "node is running"
         (self.directory / "stores").mkdir(exist_ok=True)
-        env = {"NODE_ID": self.node_ids[index], "LEASE_S": str(self.lease_s), **self.node_env}
+        env = {"NODE_ID": self.node_ids[index], "LEASE_S": f"{self.lease_s:g}", **self.node_env}
         # --port after conftest's --port 0: the last one counts.
         self.nodes[index] = Server("--port", str(self.node_ports[index]), *self.node_args,
                                    env=env, store=self.node_store(index))
