@@ -61,23 +61,21 @@ public final class PostgresChannel: ClusterChannel {
             task?.cancel()
             task = nil
         }
-        connection.withLock { current in
-            current?.close().whenComplete { _ in }
-            current = nil
-        }
     }
 
     /// Connects and listens, again after a pause whenever the connection is lost, until cancelled.
     private func listen(signalling ready: DispatchSemaphore) async {
         var signalled = false
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user,
+            password: location.password, database: location.database, tls: .disable)
         while !Task.isCancelled {
+            var live: PostgresConnection?
             do {
-                let configuration = PostgresConnection.Configuration(
-                    host: location.host, port: location.port, username: location.user,
-                    password: location.password, database: location.database, tls: .disable)
-                let live = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-                try await live.listen(on: name) { notifications in
-                    connection.withLock { $0 = live }
+                let connected = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                live = connected
+                try await connected.listen(on: name) { notifications in
+                    connection.withLock { $0 = connected }
                     if !signalled {
                         ready.signal()
                         signalled = true
@@ -89,12 +87,14 @@ public final class PostgresChannel: ClusterChannel {
                         for receive in receivers.withLock({ $0 }) { receive(message) }
                     }
                 }
-            } catch {
-                if Task.isCancelled { return }
+            } catch where !Task.isCancelled {
                 logger.warning("cluster channel lost its connection; connecting again",
                                metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
-            }
+            } catch {}
             connection.withLock { $0 = nil }
+            // A connection is closed before it is let go.
+            try? await live?.close()
+            if Task.isCancelled { return }
             try? await Task.sleep(for: .seconds(1))
         }
     }

@@ -9,8 +9,10 @@ import ReactorHosting
 ///
 /// One node at a time serves a session, its owner. Each session row carries an owner, a lease
 /// expiry and a fencing epoch:
-/// - Loading a session claims it: the epoch goes up by one and the lease is this node's, unless
-///   another node's lease on it is still live (then ``SessionStoreError/Kind/ownedElsewhere``).
+/// - A new session is stored unclaimed. Loading a session claims it: the epoch goes up by one
+///   and the lease is this node's, unless another node's lease on it is still live. Then the
+///   load fails with ``SessionStoreError/Kind/ownedElsewhere`` and asks the owner, through a
+///   `LISTEN`/`NOTIFY` channel, to hand the session over: sessions follow the proxy's routing.
 /// - Every commit first locks the rows it writes and checks that each still has the epoch this
 ///   node claimed. A session claimed since by another node is refused whole (a stale writer):
 ///   nothing of it is written, and the host drops it from memory.
@@ -42,6 +44,11 @@ public final class PostgresSessionStore: SessionStore {
     private let claims = Locked<[String: Int64]>([:])
     private let leaseKeeper: Locked<LeaseKeeper?> = Locked(nil)
     private let lostHandler = Locked<(@Sendable (Set<String>) -> Void)?>(nil)
+    private let handOverHandler = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// Where nodes ask each other for sessions: `"<owner node>\n<session id>"`.
+    private let handOverRequests: PostgresChannel
+    /// The channel's name.
+    static let handOverChannel = "reactor_handover"
 
     /// Connects, creates or checks the schema, and starts renewing leases.
     /// - Parameters:
@@ -62,9 +69,24 @@ public final class PostgresSessionStore: SessionStore {
         self.logger = quiet
         self.writer = PostgresLink(location: location, logger: quiet)
         self.reader = PostgresLink(location: location, logger: quiet)
-        try prepareSchema()
+        try Self.prepareSchema(on: writer, location: location, logger: quiet)
+        handOverRequests = PostgresChannel(location: location, name: Self.handOverChannel, logger: quiet)
         let keeper = LeaseKeeper(period: lease / 3) { [weak self] in self?.renewLeases() }
         leaseKeeper.withLock { $0 = keeper }
+        handOverRequests.subscribe { [weak self] message in self?.heardHandOverRequest(message) }
+    }
+
+    public func onHandOverRequested(_ handler: @escaping @Sendable (String) -> Void) {
+        handOverHandler.withLock { $0 = handler }
+    }
+
+    /// Passes on a request for a session this node holds.
+    private func heardHandOverRequest(_ message: [UInt8]) {
+        let parts = message.split(separator: UInt8(ascii: "\n"), maxSplits: 1)
+        guard parts.count == 2, String(decoding: parts[0], as: UTF8.self) == node else { return }
+        let id = String(decoding: parts[1], as: UTF8.self)
+        guard claims.withLock({ $0[id] != nil }), let handler = handOverHandler.withLock({ $0 }) else { return }
+        handler(id)
     }
 
     public var isShared: Bool { true }
@@ -79,9 +101,8 @@ public final class PostgresSessionStore: SessionStore {
 
     // MARK: - Schema
 
-    private func prepareSchema() throws(SessionStoreError) {
-        let logger = self.logger
-        let location = self.location
+    private static func prepareSchema(on writer: PostgresLink, location: PostgresLocation,
+                                      logger: Logger) throws(SessionStoreError) {
         let schema = try writer.run { connection -> Int in
             try connection.run("BEGIN", logger: logger)
             do {
@@ -192,22 +213,20 @@ public final class PostgresSessionStore: SessionStore {
             pending.append(future)
             return future
         }
-        let lease = leaseSeconds
         for write in batch.writes where !outcome.stale.contains(write.instanceID) {
             switch write {
             case .create(let id, let type, let state, let lastActivity):
                 let chunk = HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)])
+                // Unclaimed: the node the proxy routes its id to claims it on its first request.
                 _ = send("""
                     INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until)
-                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), \(node), 1,
-                            now() + make_interval(secs => \(lease)))
+                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL)
                     """)
                 _ = send("""
                     INSERT INTO reactor_history(id, first_version, last_version, versions)
                     VALUES (\(id), 0, 0, \(ByteBuffer(bytes: chunk.encoded())))
                     """)
                 exists[id] = true
-                outcome.claimed[id] = 1
             case .accept(let id, let seq, let action):
                 guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
                 _ = send("""
@@ -301,7 +320,11 @@ public final class PostgresSessionStore: SessionStore {
                                                logger: logger)
                 let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
                 guard let row = claimRows.first else {
-                    let found = try connection.run("SELECT 1 FROM reactor_sessions WHERE id = \(id)", logger: logger).rows
+                    // Held by another node: ask it to hand the session over (the proxy routes
+                    // the id here), and send the client on meanwhile.
+                    let found = try connection.run("""
+                        SELECT pg_notify(\(Self.handOverChannel), coalesce(owner, '') || E'\\n' || id) FROM reactor_sessions WHERE id = \(id)
+                        """, logger: logger).rows
                     try connection.run("COMMIT", logger: logger)
                     return found.isEmpty ? .some(nil) : nil
                 }
@@ -352,6 +375,7 @@ public final class PostgresSessionStore: SessionStore {
             keeper?.stop()
             keeper = nil
         }
+        handOverRequests.close()
         writer.close()
         reader.close()
     }

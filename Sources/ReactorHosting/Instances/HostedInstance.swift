@@ -224,7 +224,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     private func settleWhenDone(_ receipt: ActionReceipt) {
         guard let committer = context.committer else { return }
         let id = self.id
-        reactor.whenSettled(receipt) { committer.enqueue(.settle(id: id, seq: receipt.sequence)) }
+        let reactor = self.reactor
+        reactor.whenSettled(receipt) {
+            // Disposing cuts the action off rather than settling it: its record stays, and the
+            // next activation hands it to the recovery hook.
+            guard !reactor.isDisposed else { return }
+            committer.enqueue(.settle(id: id, seq: receipt.sequence))
+        }
     }
 
     package func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {

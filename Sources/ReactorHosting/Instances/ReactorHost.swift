@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import ReactorCore
 import Synchronization
@@ -47,6 +48,9 @@ package final class ReactorHost: Sendable {
     private let logger: Logger
     /// Set once the host hands its instances to other nodes: it activates and creates no more.
     private let isHandingOff = Atomic<Bool>(false)
+    /// The ids of instances being handed over to another node, which this host does not take
+    /// back meanwhile.
+    private let leaving = Locked<Set<String>>([])
 
     /// - Parameters:
     ///   - errorEvent: frames a mutation error for the instance's streams.
@@ -90,6 +94,7 @@ package final class ReactorHost: Sendable {
             }
             if moved > 0 { logger.notice("instances claimed by another node left memory", metadata: ["instances": "\(moved)"]) }
         }
+        configuration.store?.onHandOverRequested { [weak self] id in self?.handOver(id: id) }
     }
 
     /// Creates an instance of the type registered as `typeName`. With a store in
@@ -105,7 +110,13 @@ package final class ReactorHost: Sendable {
         guard let committer else { return (instance, nil) }
         let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
                                         lastActivity: configuration.wallClock())
-        return (instance, committer.enqueueAcknowledged(write))
+        guard configuration.store?.isShared == true else { return (instance, committer.enqueueAcknowledged(write)) }
+        // With several nodes, the one the proxy routes the id to claims the new session on its
+        // first request: stored unclaimed, it stays in no node's memory until then. Nobody knows
+        // the id before the answer, so nothing can have reached the instance; the answer waits
+        // for the commit in either durability, so the session is there when its id is used.
+        table.remove(instance.id)?.dispose(nil)
+        return (instance, committer.enqueueAcknowledged(write, inAnyDurability: true))
     }
 
     /// The instance with this id: in memory, or activated from the store. `nil` when there is none.
@@ -121,6 +132,7 @@ package final class ReactorHost: Sendable {
         // Leaving: another node is to claim it.
         if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let id = id()
+        if leaving.withLock({ $0.contains(id) }) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let stored: StoredSession?
         do {
             stored = try store.load(id: id)
@@ -210,6 +222,57 @@ package final class ReactorHost: Sendable {
         return idle.count
     }
 
+    /// Hands one instance over to the node that asked for it (the proxy routes its id there):
+    /// takes it out of memory, so that requests here are sent on; lets the actions in flight
+    /// settle (for at most ``handOverSettleLimit``; work still running then is cut off, and the
+    /// next owner's recovery hook sees it); then commits its release and ends its streams with
+    /// `moved`. Requests for it here are refused meanwhile, and for ``handOverGrace`` after, so
+    /// that the asking node claims it rather than this one again.
+    package func handOver(id: String) {
+        guard let committer else { return }
+        let first = leaving.withLock { $0.insert(id).inserted }
+        guard first else { return }
+        guard let instance = table.remove(id) else {
+            // Claimed, not in memory (its last commit failed): the claim alone is released.
+            committer.enqueue(.release(id: id))
+            committer.afterCommit { [self] in forget(leaving: id) }
+            return
+        }
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ Self.handOverSettleLimit.nanoseconds
+        finishHandOver(instance, deadline: deadline, committer: committer)
+    }
+
+    /// The longest an instance being handed over waits for its actions to settle.
+    package static let handOverSettleLimit: Duration = .seconds(2)
+    /// How long after handing an instance over this host still sends its requests on.
+    package static let handOverGrace: Duration = .seconds(2)
+
+    private func finishHandOver(_ instance: any HostedInstance, deadline: UInt64, committer: GroupCommitter) {
+        if instance.isBusy && DispatchTime.now().uptimeNanoseconds < deadline {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in
+                finishHandOver(instance, deadline: deadline, committer: committer)
+            }
+            return
+        }
+        instance.dispose(nil)
+        committer.enqueue(.touch(id: instance.id, lastActivity: configuration.wallClock()))
+        committer.enqueue(.release(id: instance.id))
+        committer.afterCommit { [self] in
+            instance.timeline.end(.moved)
+            logger.debug("instance handed over to the node that asked for it",
+                         metadata: ["instance": "\(InstanceID.logLabel(instance.id))"])
+            forget(leaving: instance.id)
+        }
+    }
+
+    /// Takes `id` off the leaving list once the grace period has passed.
+    private func forget(leaving id: String) {
+        let grace = Int(clamping: Self.handOverGrace.nanoseconds)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(grace)) { [leaving] in
+            _ = leaving.withLock { $0.remove(id) }
+        }
+    }
+
     /// With a store that other nodes share, hands every instance over to them: activates and
     /// creates no more, takes the instances out of memory, commits what they did with their
     /// release, and only then ends their streams with `moved`, so that a client reconnecting
@@ -217,8 +280,9 @@ package final class ReactorHost: Sendable {
     package func handOff() {
         guard let committer, configuration.store?.isShared == true else { return }
         isHandingOff.store(true, ordering: .relaxed)
-        let wallClock = configuration.wallClock()
         let leaving = table.removeAll()
+        waitUntilSettled(leaving)
+        let wallClock = configuration.wallClock()
         for instance in leaving {
             instance.dispose(nil)
             committer.enqueue(.touch(id: instance.id, lastActivity: wallClock))
@@ -237,10 +301,23 @@ package final class ReactorHost: Sendable {
         drainPool?.waitUntilIdle(timeout: timeout)
     }
 
-    /// Ends every instance's streams, commits what is queued, and stops the threads.
+    /// Waits, for at most ``handOverSettleLimit``, until none of `instances` has an action in
+    /// flight, so that what was acknowledged finishes here rather than in a recovery hook.
+    private func waitUntilSettled(_ instances: [any HostedInstance]) {
+        // Real time: work in flight runs on real clocks, whatever clock the host was given.
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ Self.handOverSettleLimit.nanoseconds
+        while instances.contains(where: \.isBusy) && DispatchTime.now().uptimeNanoseconds < deadline {
+            usleep(2_000)
+        }
+    }
+
+    /// Lets the actions in flight settle (for at most ``handOverSettleLimit``), ends every
+    /// instance's streams, commits what is queued, and stops the threads.
     package func shutdown() {
+        let remaining = table.removeAll()
+        waitUntilSettled(remaining)
         let wallClock = configuration.wallClock()
-        for instance in table.removeAll() {
+        for instance in remaining {
             instance.dispose(.shutdown)
             committer?.enqueue(.touch(id: instance.id, lastActivity: wallClock))
             committer?.enqueue(.release(id: instance.id))

@@ -89,26 +89,37 @@ package final class GroupCommitter: Sendable {
     /// Queues `write`; `completion` hears whether it was committed, once it was
     /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``).
     package func enqueue(_ write: SessionWrite, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
-        let signal = queue.withLock { queue -> Bool in
-            queue.writes.append(write)
-            guard case .sync = durability else { return false }
-            if let completion { queue.completions.append((write.instanceID, completion)) }
-            return wakeIfSleeping(&queue)
-        }
-        if signal { wake.signal() }
-        if case .async = durability { completion?(.committed) }
+        enqueue(write, awaitingCommit: isSync, completion: completion)
     }
 
-    /// Queues `write` and, with ``Durability/sync``, returns the ticket a reply waits on before
-    /// it acknowledges the write; nil when it may be acknowledged at once.
-    package func enqueueAcknowledged(_ write: SessionWrite) -> CommitTicket? {
-        guard case .sync = durability else {
+    /// Queues `write` and, with ``Durability/sync`` or when `inAnyDurability`, returns the ticket
+    /// a reply waits on before it acknowledges the write; nil when it may be acknowledged at once.
+    package func enqueueAcknowledged(_ write: SessionWrite, inAnyDurability: Bool = false) -> CommitTicket? {
+        guard isSync || inAnyDurability else {
             enqueue(write)
             return nil
         }
         let ticket = CommitTicket()
-        enqueue(write) { ticket.complete($0) }
+        enqueue(write, awaitingCommit: true) { ticket.complete($0) }
         return ticket
+    }
+
+    private var isSync: Bool {
+        if case .sync = durability { return true }
+        return false
+    }
+
+    /// Queues `write`; `completion` hears of its commit once it happened when `awaitingCommit`,
+    /// else ``CommitOutcome/committed`` at once.
+    private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) {
+        let signal = queue.withLock { queue -> Bool in
+            queue.writes.append(write)
+            guard awaitingCommit else { return false }
+            if let completion { queue.completions.append((write.instanceID, completion)) }
+            return wakeIfSleeping(&queue)
+        }
+        if signal { wake.signal() }
+        if !awaitingCommit { completion?(.committed) }
     }
 
     /// Runs `body` once everything queued so far is committed or has failed (at once with

@@ -30,12 +30,18 @@ public protocol SessionStore: AnyObject, Sendable {
 
     /// Whether other processes (nodes) share the store. Then a session is served by one node
     /// at a time, its owner: loading it claims it (or fails with
-    /// ``SessionStoreError/Kind/ownedElsewhere``), and a node that stops hands its sessions over.
+    /// ``SessionStoreError/Kind/ownedElsewhere`` and asks its owner to hand it over), a new
+    /// session is stored unclaimed (the node a proxy routes its id to claims it), and a node that
+    /// stops hands its sessions over.
     var isShared: Bool { get }
 
     /// Registers what to call when the store finds that sessions this process holds are now
     /// owned by another node (its claim lapsed and was taken): they must leave memory at once.
     func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void)
+
+    /// Registers what to call when another node asks for a session this process holds (a
+    /// request for it reached that node, which the proxy routes it to): it should be handed over.
+    func onHandOverRequested(_ handler: @escaping @Sendable (String) -> Void)
 }
 
 extension SessionStore {
@@ -44,6 +50,9 @@ extension SessionStore {
 
     /// A store of one process's own never loses a session to another.
     public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {}
+
+    /// A store of one process's own has no other node to ask for a session.
+    public func onHandOverRequested(_ handler: @escaping @Sendable (String) -> Void) {}
 }
 
 /// One change to the stored sessions.
