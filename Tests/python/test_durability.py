@@ -268,3 +268,28 @@ def test_sigterm_commits_everything_even_with_async_durability(start_server):
     restarted = start_server("--counter-delay-ms", "0", store=store)
     state = restarted.request("GET", f"/reactors/{counter}").json()
     assert state["state"]["value"] == 200 and state["version"] == 800
+
+
+def test_sigterm_lets_actions_in_flight_finish_and_leaves_longer_ones_to_the_recovery_hook(start_server):
+    """A stop waits (for at most 2 s) for the actions in flight; work still running then is cut
+    off, not settled: its acknowledged action stays stored and the next start's recovery hook
+    finishes it, once."""
+    store = fresh_store()
+    quick = start_server("--counter-delay-ms", "300", store=store)
+    slow = start_server("--counter-delay-ms", "5000", store=fresh_store())
+    quick_counter, slow_counter = quick.create("counter")["id"], slow.create("counter")["id"]
+    for server, counter in ((quick, quick_counter), (slow, slow_counter)):
+        stream = server.events(counter)
+        assert server.request("POST", f"/reactors/{counter}/actions", '"increase"').status == 202
+        stream.states_until(lambda state: state["isLoading"])
+        stream.close()
+    assert quick.stop() == 0
+    assert slow.stop() == 0
+
+    # The quick one finished before the stop: nothing to recover.
+    restarted = start_server("--counter-delay-ms", "300", store=store)
+    state = state_of(restarted, quick_counter)["state"]
+    assert state["value"] == 1 and state["isLoading"] is False, state
+    restarted_slow = start_server("--counter-delay-ms", "300", store=slow.store)
+    state = settled_state(restarted_slow, slow_counter)["state"]
+    assert state["value"] == 1 and state["isLoading"] is False, state
