@@ -24,7 +24,7 @@ enum ExampleReactors {
         ) { SearchReactor(latency: searchLatency) }
         registry.register(
             "room",
-            summary: "A chat room shared by every instance: one instance's message reaches all of them",
+            summary: "A chat room shared by every instance (on every node, with a postgres store): one instance's message reaches all of them",
             exampleActions: RoomReactor.exampleActions
         ) { RoomReactor(room: room) }
         return registry
