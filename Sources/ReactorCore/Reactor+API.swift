@@ -14,9 +14,9 @@ extension Reactor {
         runtime.send(action, reactor: self)!
     }
 
-    /// Sends an action unless the reactor is stalled (see ``isStalled``); then returns `nil`
-    /// and queues nothing, since an action queued behind a stalled turn may never be applied.
-    /// For hosts; authors use ``send(_:)``.
+    /// Sends an action unless the reactor is stalled (see ``isStalled``) or disposed; then
+    /// returns `nil` and queues nothing, since an action queued behind a stalled turn may never be
+    /// applied. A receipt means a live reactor took the action. For hosts; authors use ``send(_:)``.
     @inlinable
     package func sendUnlessStalled(_ action: Action) -> ActionReceipt? {
         runtime.send(action, reactor: self, refuseWhenStalled: true)

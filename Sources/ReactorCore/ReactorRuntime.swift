@@ -206,7 +206,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         ensureStarted(reactor)
         let engine = self.engine!
         let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
-            if refuseWhenStalled && shared.isStalled { return nil }
+            // Hosts hear of a disposed runtime too, so that a receipt always means a live one took
+            // the action.
+            if refuseWhenStalled && (shared.isStalled || shared.isDisposed) { return nil }
             shared.nextSequence += 1
             let sequence = shared.nextSequence
             if shared.isDisposed { return (sequence, .none) }

@@ -282,10 +282,10 @@ public final class PostgresSessionStore: SessionStore {
         return outcome
     }
 
-    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         let logger = self.logger
         let live = Array(excluding)
-        return try writer.run { connection -> Int in
+        return try writer.run { connection -> [String] in
             // Not those another node serves: its lease is live, and it keeps their activity.
             let result = try connection.run("""
                 WITH gone AS (
@@ -294,9 +294,9 @@ public final class PostgresSessionStore: SessionStore {
                     RETURNING id),
                 history AS (DELETE FROM reactor_history WHERE id IN (SELECT id FROM gone)),
                 actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone))
-                SELECT count(*) FROM gone
+                SELECT id FROM gone
                 """, logger: logger)
-            return try result.rows.first.map { Int(try $0.decode(Int64.self)) } ?? 0
+            return try result.rows.map { try $0.decode(String.self) }
         }
     }
 

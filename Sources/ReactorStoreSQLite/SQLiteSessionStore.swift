@@ -235,7 +235,7 @@ public final class SQLiteSessionStore: SessionStore {
         }
     }
 
-    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         // Found by a scan on the reading connection, which never holds up a commit: no index on
         // last activity, which every version would otherwise rewrite.
         let ids = try using(reader) { connection throws(SessionStoreError) -> [String] in
@@ -248,9 +248,9 @@ public final class SQLiteSessionStore: SessionStore {
             }
             return ids
         }
-        if ids.isEmpty { return 0 }
-        return try using(writer) { connection throws(SessionStoreError) -> Int in
-            var deleted = 0
+        if ids.isEmpty { return [] }
+        return try using(writer) { connection throws(SessionStoreError) -> [String] in
+            var deleted: [String] = []
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
                 // Still idle: a session touched since the scan keeps its newer activity.
@@ -263,7 +263,7 @@ public final class SQLiteSessionStore: SessionStore {
                     stillIdle.reset()
                     if idle {
                         try delete(id: id, on: connection)
-                        deleted += 1
+                        deleted.append(id)
                     }
                 }
                 try connection.execute("COMMIT")

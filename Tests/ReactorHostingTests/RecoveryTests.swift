@@ -134,6 +134,31 @@ import Testing
         #expect(state.value == 2)
     }
 
+    @Test func aSessionActivatedWhileTheStoreExpiresItLeavesMemoryToo() throws {
+        let id = "DDDDDDDDDDDDDDDDDDDDDD"
+        _ = try store.commit([.create(id: id, type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0)])
+        // A request activates the session after the host listed what is in memory, while the
+        // store is deleting the sessions idle since before the cutoff.
+        let hostReference = Locked<ReactorHost?>(nil)
+        let racing = ActivatingDuringExpiry(store) { _ = try? hostReference.withLock { $0 }?.instance(id: id) }
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = racing
+        configuration.idleTimeout = .seconds(60)
+        configuration.wallClock = { 3_600_000 }
+        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                               errorEvent: { _ in [] })
+        defer { host.shutdown() }
+        hostReference.withLock { $0 = host }
+
+        #expect(host.expireStoredSessions() == 1)
+        #expect(try store.load(id: id) == nil)
+        // Memory keeps nothing the store no longer has.
+        #expect(host.table.instance(id) == nil)
+        #expect(try host.instance(id: id) == nil)
+    }
+
     @Test func deletedStaysDeletedAndUnknownIdsAreNotFound() throws {
         let host = makeHost()
         defer { host.shutdown() }
@@ -156,4 +181,25 @@ private final class RecordingSubscriber: TimelineSubscriber, @unchecked Sendable
     var events: [[UInt8]] = []
     func wake() {}
     func enqueue(event: [UInt8]) { events.append(event) }
+}
+
+/// A store that runs `duringExpiry` as it begins deleting idle sessions.
+private final class ActivatingDuringExpiry: SessionStore {
+    private let store: InMemorySessionStore
+    private let duringExpiry: @Sendable () -> Void
+
+    init(_ store: InMemorySessionStore, duringExpiry: @escaping @Sendable () -> Void) {
+        self.store = store
+        self.duringExpiry = duringExpiry
+    }
+
+    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
+    func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
+    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func close() { store.close() }
+
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
+        duringExpiry()
+        return try store.deleteIdle(before: cutoff, excluding: excluding)
+    }
 }

@@ -96,7 +96,7 @@ import Testing
             .create(id: "new", type: "t", state: bytes("0"), lastActivity: 1000),
             .touch(id: "new", lastActivity: 2000),
         ])
-        #expect(try store.deleteIdle(before: 500, excluding: ["live"]) == 1)
+        #expect(try store.deleteIdle(before: 500, excluding: ["live"]).count == 1)
         #expect(try store.load(id: "old") == nil)
         #expect(try store.load(id: "live") != nil)
         #expect(try store.load(id: "new")?.lastActivity == 2000)

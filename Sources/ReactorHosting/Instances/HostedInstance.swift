@@ -208,13 +208,16 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             throw HostingError.storeUnavailable(error.message)
         }
         guard let receipt = reactor.sendUnlessStalled(action) else {
+            // Left memory (passivated, handed over) as this request held it: nothing was applied;
+            // the caller looks the instance up again, which brings it back from the store.
+            if reactor.isDisposed { throw HostingError.instanceEnded }
             let (seconds, attoseconds) = context.stallTimeout.components
             throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
         guard let committer = context.committer else { return (receipt, nil) }
-        // Left memory (passivated) while this request held it: nothing was applied; the caller
-        // looks the instance up again, which brings it back from the store.
-        if reactor.isDisposed { throw HostingError.instanceEnded }
+        // Taken by a live reactor: stored even if the instance leaves memory now. Its next
+        // activation applies it once (it had not started) or hands it to the recovery hook (it
+        // was cut off), so it is never applied twice by a retry.
         let ticket = committer.enqueueAcknowledged(.accept(id: id, seq: receipt.sequence, action: actionJSON))
         settleWhenDone(receipt)
         return (receipt, ticket)

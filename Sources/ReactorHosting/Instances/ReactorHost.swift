@@ -187,12 +187,17 @@ package final class ReactorHost: Sendable {
     package func expireStoredSessions() -> Int {
         guard let store = configuration.store else { return 0 }
         let idleMilliseconds = Int64(clamping: configuration.idleTimeout.nanoseconds / 1_000_000)
+        let deleted: [String]
         do {
-            return try store.deleteIdle(before: configuration.wallClock() - idleMilliseconds, excluding: table.ids())
+            deleted = try store.deleteIdle(before: configuration.wallClock() - idleMilliseconds, excluding: table.ids())
         } catch {
             logger.error("could not expire stored sessions", metadata: ["error": "\(error)"])
             return 0
         }
+        // One brought into memory by a request while the store was deleting it expired at that
+        // moment too: memory never keeps what the store no longer has.
+        for id in deleted { table.remove(id)?.dispose(.expired) }
+        return deleted.count
     }
 
     /// With a store, takes out of memory the instances idle past the passivation time with no

@@ -75,11 +75,11 @@ public final class InMemorySessionStore: SessionStore {
         sessions.withLock { $0[id] != nil }
     }
 
-    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int {
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         sessions.withLock { sessions in
             let idle = sessions.filter { $0.value.stored.lastActivity < cutoff && !excluding.contains($0.key) }.map(\.key)
             for id in idle { sessions[id] = nil }
-            return idle.count
+            return idle
         }
     }
 

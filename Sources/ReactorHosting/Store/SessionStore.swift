@@ -22,8 +22,8 @@ public protocol SessionStore: AnyObject, Sendable {
 
     /// Deletes the sessions whose last activity is before `cutoff` (milliseconds since 1970)
     /// and that are not in `excluding` (sessions live in memory, which expire by their own clock).
-    /// - Returns: how many were deleted.
-    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> Int
+    /// - Returns: the ids of the sessions deleted.
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String]
 
     /// Commits nothing more and releases the store's resources.
     func close()
