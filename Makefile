@@ -42,7 +42,7 @@ run: build
 
 test: deps venv
 	$(SWIFT) build --build-tests
-	PYTHON=$(abspath $(PY)) $(SWIFT) test --skip-build
+	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 	Fuzz/run $(FUZZ_SECONDS)
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
 

@@ -136,6 +136,12 @@ let package = Package(
             name: "ReactorStoreSQLiteTests",
             dependencies: ["ReactorStoreSQLite", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON"]
         ),
+        // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
+        .testTarget(
+            name: "ReactorStorePostgresTests",
+            dependencies: ["ReactorStorePostgres", "ReactorHosting", .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",

@@ -1,8 +1,10 @@
 import Dispatch
 import Locking
 import Logging
+import NIOCore
 import PostgresNIO
 import ReactorCore
+import Synchronization
 
 /// A ``ClusterChannel`` through PostgreSQL's `LISTEN`/`NOTIFY`: every node listening on the same
 /// channel of the same database hears every message, in the order of the commits that sent them
@@ -10,31 +12,35 @@ import ReactorCore
 ///
 /// One connection listens and also sends. When it is lost, the channel connects again after a
 /// pause; messages sent meanwhile are logged and dropped. A message is at most about 8,000 bytes
-/// (PostgreSQL's limit for a notification).
+/// (PostgreSQL's limit for a notification). Everything runs on an event loop, with callbacks:
+/// nothing waits on Swift's cooperative threads.
 public final class PostgresChannel: ClusterChannel {
     /// The channel's name in the database.
     public let name: String
-    private let location: PostgresLocation
+    private let configuration: PostgresConnection.Configuration
     private let logger: Logger
+    private let eventLoop: any EventLoop
     private let receivers = Locked<[@Sendable ([UInt8]) -> Void]>([])
     private let connection = Locked<PostgresConnection?>(nil)
-    private let listener = Locked<Task<Void, Never>?>(nil)
+    private let isClosed = Atomic<Bool>(false)
 
-    /// Starts listening on `name` (letters, digits and underscores) and returns once it is (or
-    /// after `readyWithin`, logging that it is not yet).
-    public init(location: PostgresLocation, name: String, readyWithin: Duration = .seconds(10),
-                logger: Logger = Logger(label: "reactor-server.postgres")) {
+    /// Starts listening on `name` (lower-case letters, digits and underscores) and returns once
+    /// it is, or once the first try failed (it is logged, and tried again every second).
+    public init(location: PostgresLocation, name: String, logger: Logger = Logger(label: "reactor-server.postgres")) {
         precondition(!name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) },
                      "a channel name is lower-case letters, digits and underscores")
         self.name = name
-        self.location = location
         self.logger = logger
-        let ready = DispatchSemaphore(value: 0)
-        let task = Task.detached { [self] in await listen(signalling: ready) }
-        listener.withLock { $0 = task }
-        if ready.wait(timeout: .now() + .nanoseconds(Int(clamping: readyWithin.nanoseconds))) == .timedOut {
-            logger.warning("not yet listening for the cluster channel; messages from other nodes arrive once it is",
-                           metadata: ["channel": "\(name)"])
+        self.configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user,
+            password: location.password, database: location.database, tls: .disable)
+        self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
+        do {
+            try connectAndListen().wait()
+        } catch {
+            logger.warning("cluster channel not listening yet; trying again every second",
+                           metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
+            connectAgainSoon()
         }
     }
 
@@ -57,45 +63,52 @@ public final class PostgresChannel: ClusterChannel {
 
     /// Stops listening and closes the connection.
     public func close() {
-        listener.withLock { task in
-            task?.cancel()
-            task = nil
-        }
+        isClosed.store(true, ordering: .relaxed)
+        PostgresLink.close(connection.withLock { current in
+            defer { current = nil }
+            return current
+        })
     }
 
-    /// Connects and listens, again after a pause whenever the connection is lost, until cancelled.
-    private func listen(signalling ready: DispatchSemaphore) async {
-        var signalled = false
-        let configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user,
-            password: location.password, database: location.database, tls: .disable)
-        while !Task.isCancelled {
-            var live: PostgresConnection?
-            do {
-                let connected = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-                live = connected
-                try await connected.listen(on: name) { notifications in
-                    connection.withLock { $0 = connected }
-                    if !signalled {
-                        ready.signal()
-                        signalled = true
-                    } else {
-                        logger.notice("cluster channel listening again", metadata: ["channel": "\(name)"])
-                    }
-                    for try await notification in notifications {
-                        let message = Array(notification.payload.utf8)
-                        for receive in receivers.withLock({ $0 }) { receive(message) }
-                    }
+    /// Connects and listens; the future succeeds once `LISTEN` has been answered.
+    private func connectAndListen() -> EventLoopFuture<Void> {
+        PostgresConnection.connect(on: eventLoop, configuration: configuration, id: 0, logger: logger)
+            .flatMap { [self] live in
+                live.addListener(channel: name) { [weak self] _, notification in
+                    self?.deliver(Array(notification.payload.utf8))
                 }
-            } catch where !Task.isCancelled {
-                logger.warning("cluster channel lost its connection; connecting again",
-                               metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
-            } catch {}
-            connection.withLock { $0 = nil }
-            // A connection is closed before it is let go.
-            try? await live?.close()
-            if Task.isCancelled { return }
-            try? await Task.sleep(for: .seconds(1))
+                // Answered after the LISTEN the listener sent: listening from here on.
+                return live.query("SELECT 1", logger: logger).map { _ in live }
+                    .flatMapErrorThrowing { error in
+                        PostgresLink.close(live)
+                        throw error
+                    }
+            }
+            .map { [self] live in
+                guard !isClosed.load(ordering: .relaxed) else { return PostgresLink.close(live) }
+                connection.withLock { $0 = live }
+                live.closeFuture.whenComplete { [weak self] _ in self?.lost(live) }
+            }
+    }
+
+    private func deliver(_ message: [UInt8]) {
+        for receive in receivers.withLock({ $0 }) { receive(message) }
+    }
+
+    /// The connection closed: unless the channel was closed, connect again.
+    private func lost(_ live: PostgresConnection) {
+        connection.withLock { current in
+            if current === live { current = nil }
+        }
+        guard !isClosed.load(ordering: .relaxed) else { return }
+        logger.warning("cluster channel lost its connection; connecting again", metadata: ["channel": "\(name)"])
+        connectAgainSoon()
+    }
+
+    private func connectAgainSoon() {
+        eventLoop.scheduleTask(in: .seconds(1)) { [weak self] in
+            guard let self, !self.isClosed.load(ordering: .relaxed) else { return }
+            self.connectAndListen().whenFailure { [weak self] _ in self?.connectAgainSoon() }
         }
     }
 }

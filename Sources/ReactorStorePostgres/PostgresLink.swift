@@ -49,10 +49,19 @@ final class PostgresLink: Sendable {
 
     /// Closes the connection, if one is open.
     func close() {
-        connection.withLock { current in
-            try? current?.close().wait()
-            current = nil
-        }
+        Self.close(connection.withLock { current in
+            defer { current = nil }
+            return current
+        })
+    }
+
+    deinit { close() }
+
+    /// Closes `connection` without waiting, keeping it until it has closed (PostgresNIO requires
+    /// a connection to be closed before it is let go).
+    static func close(_ connection: PostgresConnection?) {
+        guard let connection else { return }
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     private func connect() throws -> PostgresConnection {

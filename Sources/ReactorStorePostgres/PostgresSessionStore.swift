@@ -39,6 +39,8 @@ public final class PostgresSessionStore: SessionStore {
     private let historyCapacity: Int
     private let writer: PostgresLink
     private let reader: PostgresLink
+    /// Its own connection, so that a commit waiting on a row lock never holds up the renewals.
+    private let renewer: PostgresLink
     private let logger: Logger
     /// The epoch of each session this node has claimed.
     private let claims = Locked<[String: Int64]>([:])
@@ -69,6 +71,7 @@ public final class PostgresSessionStore: SessionStore {
         self.logger = quiet
         self.writer = PostgresLink(location: location, logger: quiet)
         self.reader = PostgresLink(location: location, logger: quiet)
+        self.renewer = PostgresLink(location: location, logger: quiet)
         try Self.prepareSchema(on: writer, location: location, logger: quiet)
         handOverRequests = PostgresChannel(location: location, name: Self.handOverChannel, logger: quiet)
         let keeper = LeaseKeeper(period: lease / 3) { [weak self] in self?.renewLeases() }
@@ -101,39 +104,45 @@ public final class PostgresSessionStore: SessionStore {
 
     // MARK: - Schema
 
+    /// Creates the tables in a new database, or checks that an existing one is a session store
+    /// of a schema this code reads; all in one transaction, so a refused database is left as it was.
     private static func prepareSchema(on writer: PostgresLink, location: PostgresLocation,
                                       logger: Logger) throws(SessionStoreError) {
-        let schema = try writer.run { connection -> Int in
+        try writer.run { connection in
             try connection.run("BEGIN", logger: logger)
             do {
                 try connection.run("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
-                for statement in Self.schemaStatements {
-                    try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                let rows = try connection.run("SELECT key, value FROM reactor_meta", logger: logger).rows
-                try connection.run("COMMIT", logger: logger)
+                try connection.run("CREATE TABLE IF NOT EXISTS reactor_meta(key text PRIMARY KEY, value text NOT NULL)", logger: logger)
                 var values: [String: String] = [:]
-                for row in rows {
+                for row in try connection.run("SELECT key, value FROM reactor_meta", logger: logger).rows {
                     let (key, value) = try row.decode((String, String).self)
                     values[key] = value
                 }
-                guard values["application"] == Self.application else {
-                    throw SessionStoreError(.corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
+                if values.isEmpty {
+                    try connection.run("""
+                        INSERT INTO reactor_meta(key, value) VALUES ('application', \(Self.application)), ('schema', \(String(Self.schemaVersion)))
+                        """, logger: logger)
+                } else {
+                    guard values["application"] == Self.application else {
+                        throw SessionStoreError(.corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
+                    }
+                    let schema = values["schema"].flatMap(Int.init) ?? 0
+                    guard schema <= Self.schemaVersion else {
+                        throw SessionStoreError(.corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
+                    }
                 }
-                return values["schema"].flatMap(Int.init) ?? 0
+                for statement in Self.schemaStatements {
+                    try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try connection.run("COMMIT", logger: logger)
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)
                 throw error
             }
         }
-        guard schema <= Self.schemaVersion else {
-            throw SessionStoreError(.corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
-        }
     }
 
     private static let schemaStatements = [
-        "CREATE TABLE IF NOT EXISTS reactor_meta(key text PRIMARY KEY, value text NOT NULL)",
-        "INSERT INTO reactor_meta(key, value) VALUES ('application', '\(application)'), ('schema', '\(schemaVersion)') ON CONFLICT (key) DO NOTHING",
         """
         CREATE TABLE IF NOT EXISTS reactor_sessions(
             id text PRIMARY KEY, type text NOT NULL, version bigint NOT NULL, state bytea NOT NULL,
@@ -378,6 +387,7 @@ public final class PostgresSessionStore: SessionStore {
         handOverRequests.close()
         writer.close()
         reader.close()
+        renewer.close()
     }
 
     // MARK: - Leases
@@ -399,7 +409,7 @@ public final class PostgresSessionStore: SessionStore {
         let logger = self.logger
         let lease = leaseSeconds
         do {
-            let renewed = try writer.run { connection -> Set<String> in
+            let renewed = try renewer.run { connection -> Set<String> in
                 let rows = try connection.run("""
                     UPDATE reactor_sessions AS s SET lease_until = now() + make_interval(secs => \(lease))
                     FROM unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch)

@@ -549,3 +549,26 @@ class Cluster:
                 path = Path(node.log.name)
                 parts.append(f"--- {node_id} ({path})\n{tail(path, lines)}")
         return "\n".join(parts)
+
+
+def run_with_postgres(command: list[str]) -> int:
+    """Runs `command` with a PostgreSQL server of its own started for it, its URL in
+    $REACTOR_TEST_POSTGRES (the Swift store tests read it); stops the server after. Returns the
+    command's exit status."""
+    directory = Path(tempfile.mkdtemp(prefix="reactor-test-postgres-"))
+    postgres = Postgres(directory)
+    try:
+        postgres.start()
+        return subprocess.run(command, env={**os.environ, "REACTOR_TEST_POSTGRES": postgres.url}).returncode
+    finally:
+        postgres.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    # python Tests/python/cluster.py with-postgres -- COMMAND...
+    if len(sys.argv) < 4 or sys.argv[1:3] != ["with-postgres", "--"]:
+        sys.exit("usage: cluster.py with-postgres -- COMMAND [ARGS...]")
+    sys.exit(run_with_postgres(sys.argv[3:]))

@@ -1,0 +1,247 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ReactorHosting
+import Synchronization
+import Testing
+@testable import ReactorStorePostgres
+
+/// The test server's URL, from `make test`.
+private let testDatabaseURL = ProcessInfo.processInfo.environment["REACTOR_TEST_POSTGRES"]
+
+/// The PostgreSQL store against a real server: `make test` starts one of its own and passes its
+/// URL in `REACTOR_TEST_POSTGRES` (`Tests/python/cluster.py with-postgres -- swift test`).
+/// Several stores on one database stand for several nodes.
+@Suite(.enabled(if: testDatabaseURL != nil, "needs REACTOR_TEST_POSTGRES (make test starts a server)"))
+struct PostgresSessionStoreTests {
+    private let location = PostgresLocation(url: testDatabaseURL ?? "")!
+
+    private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// A fresh session id for each test, so tests share the database without meeting.
+    private func newID() -> String { InstanceID.make() }
+
+    private func node(_ name: String, lease: Duration = .seconds(30), historyCapacity: Int = 8) throws -> PostgresSessionStore {
+        try PostgresSessionStore(location: location, node: name, lease: lease, historyCapacity: historyCapacity)
+    }
+
+    /// Runs `sql` on its own connection, as an operator (or a lapsed clock) would.
+    private func execute(_ sql: String) async throws {
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: location.host, port: location.port, username: location.user,
+                                 password: location.password, database: location.database, tls: .disable),
+            id: 1, logger: Logger(label: "test"))
+        do {
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test"))
+        } catch {
+            try await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+
+    @Test func whatIsCommittedLoadsBackWithItsHistoryAndPendingActions() throws {
+        let store = try node("a", historyCapacity: 3)
+        defer { store.close() }
+        let id = newID()
+        var writes: [SessionWrite] = [.create(id: id, type: "counter", state: bytes("0"), lastActivity: 100)]
+        #expect(try store.commit(writes).isEmpty)
+        #expect(try store.load(id: id)?.history.map(\.version) == [0])
+        writes = []
+        for version in 1...10 as ClosedRange<UInt64> {
+            writes.append(.accept(id: id, seq: version, action: bytes("\"a\(version)\"")))
+            writes.append(.version(id: id, version: version, state: bytes("\(version)"), startedThrough: version,
+                                   producedBy: version, lastActivity: 100 + Int64(version)))
+            if version < 9 { writes.append(.settle(id: id, seq: version)) }
+            // Several batches, so that history chunks are trimmed as versions pass the capacity.
+            if version % 4 == 0 {
+                #expect(try store.commit(writes).isEmpty)
+                writes = []
+            }
+        }
+        #expect(try store.commit(writes).isEmpty)
+        let loaded = try #require(try store.load(id: id))
+        #expect(loaded.type == "counter")
+        #expect(loaded.version == 10)
+        #expect(loaded.state == bytes("10"))
+        #expect(loaded.startedThrough == 10)
+        #expect(loaded.lastActivity == 110)
+        #expect(loaded.history.map(\.version) == [8, 9, 10])
+        #expect(loaded.history.map(\.state) == ["8", "9", "10"].map(bytes))
+        #expect(loaded.pendingActions == [PendingAction(seq: 9, action: bytes("\"a9\""), producedVersions: 1),
+                                          PendingAction(seq: 10, action: bytes("\"a10\""), producedVersions: 1)])
+        #expect(try store.contains(id: id))
+        #expect(try store.load(id: newID()) == nil)
+        _ = try store.commit([.delete(id: id)])
+        #expect(try store.load(id: id) == nil)
+        #expect(try !store.contains(id: id))
+    }
+
+    @Test func aNewSessionIsUnclaimedAndTheFirstNodeToLoadItOwnsIt() throws {
+        let (a, b) = (try node("a"), try node("b"))
+        defer { a.close(); b.close() }
+        let id = newID()
+        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
+        // Created on a, first asked for on b: b claims it.
+        #expect(try b.load(id: id)?.version == 0)
+        #expect(throws: SessionStoreError.self) { try a.load(id: id) }
+        do {
+            _ = try a.load(id: id)
+        } catch {
+            #expect(error.kind == .ownedElsewhere)
+        }
+        // Its owner may load it again (after leaving memory), and goes on writing.
+        #expect(try b.load(id: id) != nil)
+        #expect(try b.commit([.version(id: id, version: 1, state: bytes("1"), startedThrough: 0, producedBy: 0, lastActivity: 1)]).isEmpty)
+    }
+
+    @Test func aNodeWhoseSessionWasClaimedElsewhereWritesNothingOfIt() async throws {
+        let (a, b) = (try node("a"), try node("b"))
+        defer { a.close(); b.close() }
+        let (id, other) = (newID(), newID())
+        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0),
+                          .create(id: other, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try a.load(id: id)
+        _ = try a.load(id: other)
+        // a's lease on `id` lapses (a paused process, a partition), and b claims it.
+        try await execute("UPDATE reactor_sessions SET lease_until = now() - interval '1 second' WHERE id = '\(id)'")
+        #expect(try b.load(id: id)?.version == 0)
+
+        let stale = try a.commit([
+            .accept(id: id, seq: 1, action: bytes(#""increase""#)),
+            .version(id: id, version: 1, state: bytes("1"), startedThrough: 1, producedBy: 1, lastActivity: 5),
+            .accept(id: other, seq: 1, action: bytes(#""increase""#)),
+        ])
+        #expect(stale == [id])
+        // Nothing of a's writes to `id` landed; its write to the session it still owns did.
+        let claimedByB = try #require(try b.load(id: id))
+        #expect(claimedByB.version == 0)
+        #expect(claimedByB.pendingActions.isEmpty)
+        #expect(try a.load(id: other)?.pendingActions.map(\.seq) == [1])
+        // And a cannot take it back while b's lease is live.
+        #expect(throws: SessionStoreError.self) { try a.load(id: id) }
+    }
+
+    @Test func renewalReportsTheSessionsAnotherNodeClaimed() async throws {
+        let lost = Mutex<Set<String>>([])
+        let a = try node("a", lease: .milliseconds(600))
+        let b = try node("b")
+        defer { a.close(); b.close() }
+        a.onOwnershipLost { ids in lost.withLock { $0.formUnion(ids) } }
+        let (id, kept) = (newID(), newID())
+        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0),
+                          .create(id: kept, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try a.load(id: id)
+        _ = try a.load(id: kept)
+        try await execute("UPDATE reactor_sessions SET lease_until = now() - interval '1 second' WHERE id = '\(id)'")
+        _ = try b.load(id: id)
+        // a renews every 200 ms; a bounded wait for its report.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while lost.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(lost.withLock { $0 } == [id])
+    }
+
+    @Test func askingForAHeldSessionAsksItsOwnerToHandItOver() async throws {
+        let asked = Mutex<[String]>([])
+        let (a, b) = (try node("a"), try node("b"))
+        defer { a.close(); b.close() }
+        a.onHandOverRequested { id in asked.withLock { $0.append(id) } }
+        let id = newID()
+        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try a.load(id: id)
+        #expect(throws: SessionStoreError.self) { try b.load(id: id) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while asked.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(asked.withLock { $0 } == [id])
+        // Released, it is b's on its next load.
+        _ = try a.commit([.release(id: id)])
+        #expect(try b.load(id: id) != nil)
+    }
+
+    @Test func idleSessionsNoNodeHoldsExpire() throws {
+        let store = try node("a")
+        defer { store.close() }
+        let (idle, held, recent) = (newID(), newID(), newID())
+        _ = try store.commit([.create(id: idle, type: "t", state: bytes("0"), lastActivity: 10),
+                              .create(id: held, type: "t", state: bytes("0"), lastActivity: 10),
+                              .create(id: recent, type: "t", state: bytes("0"), lastActivity: 1_000)])
+        _ = try store.load(id: held)
+        let deleted = try store.deleteIdle(before: 500, excluding: [])
+        #expect(deleted.contains(idle))
+        #expect(!deleted.contains(held))
+        #expect(!deleted.contains(recent))
+        #expect(try !store.contains(id: idle))
+    }
+
+    @Test func aDatabaseOfAnotherApplicationIsRefusedAndLeftUntouched() async throws {
+        let database = "other_\(UInt32.random(in: 0...UInt32.max))"
+        try await execute("CREATE DATABASE \(database)")
+        var elsewhere = location
+        elsewhere.database = database
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: location.host, port: location.port, username: location.user,
+                                 password: nil, database: database, tls: .disable),
+            id: 2, logger: Logger(label: "test"))
+        try await connection.query("CREATE TABLE reactor_meta(key text PRIMARY KEY, value text NOT NULL)", logger: Logger(label: "test"))
+        try await connection.query("INSERT INTO reactor_meta VALUES ('application', 'something else')", logger: Logger(label: "test"))
+        do {
+            _ = try PostgresSessionStore(location: elsewhere, node: "a", lease: .seconds(10), historyCapacity: 4)
+            Issue.record("another application's database was opened")
+        } catch {
+            #expect(error.kind == .corrupt)
+            #expect(error.message.contains(database))
+        }
+        let rows = try await connection.query("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'reactor_%'", logger: Logger(label: "test"))
+        for try await count in rows.decode(Int64.self) { #expect(count == 1) }
+        try await connection.close()
+    }
+
+    @Test func aDatabaseWrittenByANewerSchemaIsRefused() async throws {
+        let database = "newer_\(UInt32.random(in: 0...UInt32.max))"
+        try await execute("CREATE DATABASE \(database)")
+        var newer = location
+        newer.database = database
+        try PostgresSessionStore(location: newer, node: "a", lease: .seconds(10), historyCapacity: 4).close()
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: location.host, port: location.port, username: location.user,
+                                 password: nil, database: database, tls: .disable),
+            id: 3, logger: Logger(label: "test"))
+        try await connection.query("UPDATE reactor_meta SET value = '99' WHERE key = 'schema'", logger: Logger(label: "test"))
+        try await connection.close()
+        do {
+            _ = try PostgresSessionStore(location: newer, node: "a", lease: .seconds(10), historyCapacity: 4)
+            Issue.record("a newer schema was opened")
+        } catch {
+            #expect(error.kind == .corrupt)
+            #expect(error.message.contains("schema 99"))
+        }
+    }
+
+    @Test func anUnreachableDatabaseIsAClearError() {
+        let nowhere = PostgresLocation(host: "127.0.0.1", port: 1, user: "reactor", database: "reactor")
+        do {
+            _ = try PostgresSessionStore(location: nowhere, node: "a", lease: .seconds(10), historyCapacity: 4)
+            Issue.record("a store opened on a closed port")
+        } catch {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("postgres://reactor@127.0.0.1:1/reactor"))
+        }
+    }
+}
+
+/// `--store postgres://…` values.
+@Suite struct PostgresLocationTests {
+    @Test func locationsParseFromURLs() {
+        #expect(PostgresLocation(url: "postgres://u:p%40ss@db.example:6543/sessions")
+                == PostgresLocation(host: "db.example", port: 6543, user: "u", password: "p@ss", database: "sessions"))
+        #expect(PostgresLocation(url: "postgresql://u@h/d") == PostgresLocation(host: "h", user: "u", database: "d"))
+        #expect(PostgresLocation(url: "postgres://h/d") == nil)
+        #expect(PostgresLocation(url: "postgres://u@h") == nil)
+        #expect(PostgresLocation(url: "mysql://u@h/d") == nil)
+        #expect(PostgresLocation(url: "postgres://u:secret@h/d")?.description == "postgres://u@h:5432/d")
+    }
+}
