@@ -215,18 +215,36 @@ class Postgres:
         if self.account is not None:
             os.chown(sockets, self.account.pw_uid, self.account.pw_gid)
         self.port = free_ports(1)[0]
-        with open(self.log_path, "w") as log:
+        self._run_server()
+        try:
+            self.psql(f'CREATE DATABASE "{self.database}"', database="postgres")
+        except ClusterError as error:
+            raise ClusterError(f"{error}\n{tail(self.log_path)}") from None
+
+    def _run_server(self) -> None:
+        """Starts the server on the data directory and port chosen by `start` and waits until it
+        accepts connections."""
+        assert self.root is not None
+        with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(
-                [str(self.bin / "postgres"), "-D", str(data), "-p", str(self.port),
-                 "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={sockets}"],
+                [str(self.bin / "postgres"), "-D", str(self.root / "data"), "-p", str(self.port),
+                 "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root / 'sockets'}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.root,
                 **self._as_account())
         try:
             wait_until(self._ready, READY_TIMEOUT, "PostgreSQL accepting connections",
                        alive=lambda: self.process.poll() is None)
-            self.psql(f'CREATE DATABASE "{self.database}"', database="postgres")
         except ClusterError as error:
             raise ClusterError(f"{error}\n{tail(self.log_path)}") from None
+
+    def pause(self) -> None:
+        """Stops the server (fast shutdown: clients are disconnected) and keeps its data, as a
+        database that goes away for a while would; `resume` starts it again on the same port."""
+        if self.process is not None:
+            stop_process(self.process, signal.SIGINT)
+
+    def resume(self) -> None:
+        self._run_server()
 
     def _ready(self) -> bool:
         result = subprocess.run(

@@ -307,3 +307,30 @@ def test_a_rolling_restart_under_load_loses_nothing(cluster):
     print(f"rolling restart: {sum(load.acknowledged.values())} acknowledged, {load.refused} refused; "
           f"longest pause between acknowledged actions per session: median {gaps[len(gaps) // 2]:.3f} s, "
           f"max {gaps[-1]:.3f} s")
+
+
+def test_a_database_that_goes_away_gives_clear_errors_and_service_resumes_with_nothing_lost(cluster):
+    counters = [cluster.create()["id"] for _ in range(4)]
+    acknowledged: Counter[str] = Counter()
+    for instance_id in counters:
+        routed_owner(cluster, instance_id)
+        reply = cluster.request("POST", f"/reactors/{instance_id}/actions?wait=true", '"increase"')
+        assert reply.status == 200, reply
+        acknowledged[instance_id] += 1
+
+    cluster.postgres.pause()
+    # Nothing hangs, and nothing is acknowledged that the store did not take.
+    for instance_id in counters:
+        reply = cluster.request("POST", f"/reactors/{instance_id}/actions", '"increase"', timeout=10)
+        assert reply.status == 503 and is_problem(reply, "store-unavailable"), reply
+        assert reply.header("Retry-After") is not None
+    cluster.postgres.resume()
+
+    for instance_id in counters:
+        def accepted() -> bool:
+            reply = cluster.request("POST", f"/reactors/{instance_id}/actions", '"increase"', timeout=10)
+            if reply.status == 202:
+                acknowledged[instance_id] += 1
+            return reply.status == 202
+        wait_until(accepted, 30, "actions accepted again once the database is back")
+    assert settled_values(cluster, counters, timeout=30) == dict(acknowledged)
