@@ -159,6 +159,32 @@ import Testing
         #expect(try host.instance(id: id) == nil)
     }
 
+    @Test func concurrentRequestsActivateASessionOnceAndReplayItsActionOnce() async throws {
+        let id = "EEEEEEEEEEEEEEEEEEEEEE"
+        _ = try store.commit([
+            .create(id: id, type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .accept(id: id, seq: 1, action: Array(#""increase""#.utf8)),
+        ])
+        // Each load waits (up to a bound) for a second one, so two activations would overlap.
+        let slow = SlowLoads(store)
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = slow
+        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                               errorEvent: { _ in [] })
+        defer { host.shutdown() }
+        async let first = Task.detached { try host.instance(id: id) }.value
+        async let second = Task.detached { try host.instance(id: id) }.value
+        let (a, b) = (try #require(try await first), try #require(try await second))
+        #expect(a === b)
+        #expect(slow.loads == 1)
+        let recovered = try await settledState(host, id, after: [1])
+        #expect(recovered.value == 1)
+        #expect(host.table.instance(id) === a)
+        #expect(try store.load(id: id)?.pendingActions.isEmpty == true)
+    }
+
     @Test func deletedStaysDeletedAndUnknownIdsAreNotFound() throws {
         let host = makeHost()
         defer { host.shutdown() }
@@ -202,4 +228,35 @@ private final class ActivatingDuringExpiry: SessionStore {
         duringExpiry()
         return try store.deleteIdle(before: cutoff, excluding: excluding)
     }
+}
+
+/// A store whose loads each wait up to 300 ms for another load to begin, and count themselves.
+private final class SlowLoads: SessionStore {
+    private let store: InMemorySessionStore
+    private let started = Locked(0)
+    private let arrivals = DispatchSemaphore(value: 0)
+
+    init(_ store: InMemorySessionStore) { self.store = store }
+
+    var loads: Int { started.withLock { $0 } }
+
+    func load(id: String) throws(SessionStoreError) -> StoredSession? {
+        let count = started.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        if count == 1 {
+            _ = arrivals.wait(timeout: .now() + .milliseconds(300))
+        } else {
+            arrivals.signal()
+        }
+        return try store.load(id: id)
+    }
+
+    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
+    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
+        try store.deleteIdle(before: cutoff, excluding: excluding)
+    }
+    func close() { store.close() }
 }

@@ -51,6 +51,8 @@ package final class ReactorHost: Sendable {
     /// The ids of instances being handed over to another node, which this host does not take
     /// back meanwhile.
     private let leaving = Locked<Set<String>>([])
+    /// The activations under way, by id: later requests for the id wait for them.
+    private let activations = Locked<[InstanceKey: DispatchGroup]>([:])
 
     /// - Parameters:
     ///   - errorEvent: frames a mutation error for the instance's streams.
@@ -128,11 +130,37 @@ package final class ReactorHost: Sendable {
     /// The instance whose id has this key (`id` spells it): in memory, or activated from the store.
     package func instance(key: InstanceKey, id: @autoclosure () -> String) throws(HostingError) -> (any HostedInstance)? {
         if let live = table.instance(key: key) { return live }
-        guard let store = configuration.store else { return nil }
+        guard configuration.store != nil else { return nil }
         // Leaving: another node is to claim it.
         if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let id = id()
         if leaving.withLock({ $0.contains(id) }) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
+        // One activation of an id at a time: a second one would replay its acknowledged actions
+        // a second time before it found the first in the table. Requests arriving meanwhile
+        // wait for it, then take what it activated (or try again themselves).
+        let (activation, leads) = activations.withLock { activations -> (DispatchGroup, Bool) in
+            if let running = activations[key] { return (running, false) }
+            let started = DispatchGroup()
+            started.enter()
+            activations[key] = started
+            return (started, true)
+        }
+        guard leads else {
+            activation.wait()
+            return try instance(key: key, id: id)
+        }
+        defer {
+            activations.withLock { $0[key] = nil }
+            activation.leave()
+        }
+        // Activated by the one before, which ended just before this one began.
+        if let live = table.instance(key: key) { return live }
+        return try activate(key: key, id: id)
+    }
+
+    /// Loads the session with this id from the store and puts its instance in the table.
+    private func activate(key: InstanceKey, id: String) throws(HostingError) -> (any HostedInstance)? {
+        guard let store = configuration.store else { return nil }
         let stored: StoredSession?
         do {
             stored = try store.load(id: id)
@@ -149,12 +177,10 @@ package final class ReactorHost: Sendable {
             activated = made
             return made
         }
-        if let activated {
-            if activated !== instance {
-                activated.dispose(nil)  // another request activated it first
-            } else {
-                logger.debug("instance activated", metadata: ["instance": "\(InstanceID.logLabel(id))"])
-            }
+        if let activated, activated !== instance {
+            activated.dispose(nil)  // not expected: activations of an id take turns
+        } else {
+            logger.debug("instance activated", metadata: ["instance": "\(InstanceID.logLabel(id))"])
         }
         return instance
     }
