@@ -159,6 +159,10 @@ struct ServerCommand: ParsableCommand {
             FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        if case .postgres = location {
+            // Long enough for a dead owner's lease to lapse: clients see a pause, not a 503.
+            service.ownershipWait = .seconds(leaseS + 2)
+        }
         switch location {
         case .sqlite(let path, _):
             logger.info("sessions kept in \(path)", metadata: ["durability": "\(durability.lowercased())"])

@@ -150,11 +150,14 @@ extension Problem {
                            detail: "the session store could not take the write, so nothing was accepted: \(detail)",
                            retryAfter: 5)
         case .ownedElsewhere(let retryAfter):
-            self = Problem(status: 503, kind: "instance-elsewhere", title: "Instance served by another node",
+            self = Problem(status: 503, kind: Problem.instanceElsewhereKind, title: "Instance served by another node",
                            detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",
                            retryAfter: retryAfter)
         }
     }
+
+    /// The kind of the problem answered for an instance another node serves.
+    static let instanceElsewhereKind = "instance-elsewhere"
 
     /// Runs `body`, turning a hosting refusal into its problem.
     static func rethrowing<Result>(_ body: () throws(HostingError) -> Result) throws(Problem) -> Result {

@@ -397,13 +397,45 @@ public final class ReactorService: Sendable {
                 case .now(let response): return scope.finish(response)
                 case .deferred(let response): return response
                 }
-            } catch let problem as Problem {
-                return scope.finish(problem.response)
+            } catch let problem as Problem where self.waitsForOwnership(after: problem) {
+                let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.ownershipWait.nanoseconds
+                return HTTPResponse.deferred { responder in
+                    self.retry(request, scope, handler, until: deadline, responder: responder)
+                }
             } catch {
-                return scope.finish(Problem(status: 500, kind: "internal", title: "Internal Server Error",
-                                            detail: "\(error)").response)
+                return scope.finish(Self.problem(for: error).response)
             }
         }
+    }
+
+    /// Whether a request refused with `problem` waits for its instance to become this node's.
+    private func waitsForOwnership(after problem: Problem) -> Bool {
+        problem.kind == Problem.instanceElsewhereKind && configuration.ownershipWait > .zero && !host.isHandingOff
+    }
+
+    /// Runs `handler` again shortly (see ``ReactorServiceConfiguration/ownershipWait``), and
+    /// again while its instance is another node's, until `deadline`; answers through `responder`.
+    private func retry(_ request: HTTPRequest, _ scope: RequestScope,
+                       _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
+                       until deadline: UInt64, responder: HTTPResponder) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
+            do {
+                switch try handler(request, scope) {
+                case .now(let response): responder.respond(scope.finish(response))
+                case .deferred(let response): responder.respond(response)
+                }
+            } catch let problem as Problem
+                where self.waitsForOwnership(after: problem) && DispatchTime.now().uptimeNanoseconds < deadline {
+                self.retry(request, scope, handler, until: deadline, responder: responder)
+            } catch {
+                responder.respond(scope.finish(Self.problem(for: error).response))
+            }
+        }
+    }
+
+    /// The problem to answer for an error a route threw.
+    private static func problem(for error: any Error) -> Problem {
+        (error as? Problem) ?? Problem(status: 500, kind: "internal", title: "Internal Server Error", detail: "\(error)")
     }
 
     fileprivate func finish(_ response: consuming HTTPResponse, scope: RequestScope) -> HTTPResponse {

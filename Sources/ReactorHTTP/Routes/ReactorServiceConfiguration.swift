@@ -44,6 +44,10 @@ public struct ReactorServiceConfiguration: Sendable {
     /// With a store: an instance untouched this long with no open stream and no action in flight
     /// leaves memory; its next request brings it back from the store.
     public var passivateAfter: Duration = .seconds(60)
+    /// With a store several nodes share: how long a request for an instance another node holds
+    /// waits for it to become this node's (its owner hands it over, or its lease lapses after
+    /// the owner died) before it answers `503` `instance-elsewhere`. Zero answers at once.
+    public var ownershipWait: Duration = .zero
     /// Milliseconds since 1970, kept as a session's last activity; replaceable in tests.
     public var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.

@@ -47,7 +47,10 @@ package final class ReactorHost: Sendable {
     private let context: InstanceContext
     private let logger: Logger
     /// Set once the host hands its instances to other nodes: it activates and creates no more.
-    private let isHandingOff = Atomic<Bool>(false)
+    private let handingOff = Atomic<Bool>(false)
+
+    /// Whether the host is handing its instances to other nodes (it is stopping).
+    package var isHandingOff: Bool { handingOff.load(ordering: .relaxed) }
     /// The ids of instances being handed over to another node, which this host does not take
     /// back meanwhile.
     private let leaving = Locked<Set<String>>([])
@@ -103,7 +106,7 @@ package final class ReactorHost: Sendable {
     /// ``Durability/sync`` the ticket tells when its creation is committed.
     package func create(_ type: RegisteredType) throws(HostingError) -> (any HostedInstance, CommitTicket?) {
         if let error = committer?.lastError { throw HostingError.storeUnavailable(error.message) }
-        if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
+        if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
         let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in
             // A new instance cannot fail to host: there is nothing stored to decode.
@@ -132,7 +135,7 @@ package final class ReactorHost: Sendable {
         if let live = table.instance(key: key) { return live }
         guard configuration.store != nil else { return nil }
         // Leaving: another node is to claim it.
-        if isHandingOff.load(ordering: .relaxed) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
+        if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let id = id()
         if leaving.withLock({ $0.contains(id) }) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         // One activation of an id at a time: a second one would replay its acknowledged actions
@@ -310,7 +313,7 @@ package final class ReactorHost: Sendable {
     /// through the proxy finds the session free to claim on another node. Returns once done.
     package func handOff() {
         guard let committer, configuration.store?.isShared == true else { return }
-        isHandingOff.store(true, ordering: .relaxed)
+        handingOff.store(true, ordering: .relaxed)
         let leaving = table.removeAll()
         waitUntilSettled(leaving)
         let wallClock = configuration.wallClock()
