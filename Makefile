@@ -13,6 +13,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps venv clean fuzz sanitize cluster-test
 
+## What `reactor-server --version` and the reactor_server_build_info metric report: read from git
+## at each build and handed to Package.swift through the environment (nothing is generated or
+## committed); outside a git checkout, or with a bare `swift build`, both are "unknown".
+export REACTOR_SERVER_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+export REACTOR_SERVER_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
 ## Seconds of fuzzing in `make fuzz` and in `make test`.
 FUZZ_SECONDS ?= 60
 

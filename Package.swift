@@ -1,6 +1,15 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// A build-time value from the environment (`make` and the Dockerfile set them from git), kept to
+/// the characters a version or a commit hash has; "unknown" when unset. Nothing is generated or
+/// committed: the value reaches the compiler as a define of the one small C target below.
+func buildValue(_ name: String) -> String {
+    let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_+")
+    let value = String((Context.environment[name] ?? "").filter { allowed.contains($0) }.prefix(80))
+    return value.isEmpty ? "unknown" : value
+}
+
 // The layers, each depending only on those below it:
 //   reactor-server → ReactorHTTP → ReactorHosting → ReactorCore
 // with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them.
@@ -87,6 +96,15 @@ let package = Package(
         // A small general HTTP/1.1 server over libmicrohttpd. Knows nothing of reactors.
         .target(name: "MicroHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrorPages", "Locking"]),
 
+        // The version and commit of this build (REACTOR_SERVER_VERSION, REACTOR_SERVER_COMMIT).
+        .target(
+            name: "CReactorBuildInfo",
+            cSettings: [
+                .define("REACTOR_BUILD_VERSION", to: "\"\(buildValue("REACTOR_SERVER_VERSION"))\""),
+                .define("REACTOR_BUILD_COMMIT", to: "\"\(buildValue("REACTOR_SERVER_COMMIT"))\""),
+            ]
+        ),
+
         // The HTTP face of ReactorHosting: routes, action bodies, server-sent events,
         // problem+json, metrics and CORS. Knows nothing of databases.
         .target(
@@ -97,6 +115,7 @@ let package = Package(
                 "SortedJSON",
                 "MicroHTTP",
                 "Locking",
+                "CReactorBuildInfo",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

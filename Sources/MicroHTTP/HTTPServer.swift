@@ -218,7 +218,7 @@ private struct Daemons: @unchecked Sendable {
     }
 }
 
-/// An IPv4 or IPv6 listen address.
+/// An IPv4 or IPv6 listen address: an address literal, or a host name resolved once at start.
 private struct SocketAddress {
     private var storage = sockaddr_storage()
     let isIPv6: Bool
@@ -234,8 +234,58 @@ private struct SocketAddress {
             v6.sin6_family = sa_family_t(AF_INET6)
             v6.sin6_port = port.bigEndian
             self.init(v6, isIPv6: true)
+        } else if let resolved = Self.resolve(host) {
+            self = resolved
+            self.setPort(port)
         } else {
             throw HTTPServerError.invalidHost(host)
+        }
+    }
+
+    /// The address a host name resolves to (`localhost`, a name from `/etc/hosts` or DNS): its
+    /// first IPv4 address, else its first IPv6 one, so that `localhost` listens on 127.0.0.1
+    /// where IPv4 clients (and proxies) look for it. Nil when the name does not resolve.
+    private static func resolve(_ host: String) -> SocketAddress? {
+        guard !host.isEmpty else { return nil }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0, let list else { return nil }
+        defer { freeaddrinfo(list) }
+        var v6: SocketAddress?
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let current = entry {
+            if let address = current.pointee.ai_addr {
+                switch current.pointee.ai_family {
+                case AF_INET:
+                    let v4 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self)
+                    return SocketAddress(v4, isIPv6: false)
+                case AF_INET6 where v6 == nil:
+                    v6 = SocketAddress(UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self), isIPv6: true)
+                default:
+                    break
+                }
+            }
+            entry = current.pointee.ai_next
+        }
+        return v6
+    }
+
+    /// Sets the port of a resolved address.
+    private mutating func setPort(_ port: UInt16) {
+        let isIPv6 = self.isIPv6
+        withUnsafeMutableBytes(of: &storage) { bytes in
+            if isIPv6 {
+                var address = bytes.load(as: sockaddr_in6.self)
+                address.sin6_port = port.bigEndian
+                bytes.storeBytes(of: address, as: sockaddr_in6.self)
+            } else {
+                var address = bytes.load(as: sockaddr_in.self)
+                address.sin_port = port.bigEndian
+                bytes.storeBytes(of: address, as: sockaddr_in.self)
+            }
         }
     }
 

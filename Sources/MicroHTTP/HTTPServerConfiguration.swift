@@ -10,7 +10,8 @@ import Glibc
 /// per field) is refused by libmicrohttpd itself (431, or 414 for a request line) with its own
 /// short HTML body; libmicrohttpd 0.9.75 has no way to replace that body.
 public struct HTTPServerConfiguration: Sendable {
-    /// Address to listen on (IPv4 or IPv6 literal).
+    /// Address to listen on: an IPv4 or IPv6 literal, or a host name (`localhost`), resolved at
+    /// start to its first IPv4 address, else its first IPv6 one.
     public var host = "127.0.0.1"
     /// Port to listen on; 0 picks a free port (read ``HTTPServer/port`` after start).
     public var port: UInt16 = 0
@@ -62,7 +63,7 @@ public struct HTTPServerConfiguration: Sendable {
 
 /// Why an ``HTTPServer`` could not start.
 public enum HTTPServerError: Error, Sendable, Equatable {
-    /// `host` is not an IPv4 or IPv6 address literal.
+    /// `host` is neither an IPv4 or IPv6 address literal nor a name that resolves.
     case invalidHost(String)
     /// libmicrohttpd could not start (port in use, no permission, limits …).
     case startFailed(host: String, port: UInt16)

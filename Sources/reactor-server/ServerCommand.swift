@@ -8,6 +8,7 @@ import ReactorHTTP
 import ReactorHosting
 import ReactorStorePostgres
 import ReactorStoreSQLite
+import Synchronization
 
 /// `reactor-server`: serves the example reactors over HTTP. Every flag has an environment
 /// variable of the same meaning; a flag given on the command line wins.
@@ -16,61 +17,62 @@ struct ServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
-        discussion: "Every option can also be set through the environment variable named in its help."
+        discussion: "Every option can also be set through the environment variable named in its help; a variable set to a value its option would refuse is an error, even where the option is also given.",
+        version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))"
     )
 
     @Option(help: "Address to listen on (HOST).")
     var host: String = Environment.string("HOST", default: "127.0.0.1")
 
-    @Option(help: "Port to listen on; 0 picks a free one (PORT).")
+    @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one (PORT).")
     var port: UInt16 = Environment.value("PORT", default: 8080)
 
-    @Option(help: "Delay of the counter example's value change, in milliseconds (COUNTER_DELAY_MS).")
+    @Option(parsing: .unconditional, help: "Delay of the counter example's value change, in milliseconds (COUNTER_DELAY_MS).")
     var counterDelayMs: Int = Environment.value("COUNTER_DELAY_MS", default: 500)
 
-    @Option(help: "Latency of the search example's look-ups, in milliseconds (SEARCH_LATENCY_MS).")
+    @Option(parsing: .unconditional, help: "Latency of the search example's look-ups, in milliseconds (SEARCH_LATENCY_MS).")
     var searchLatencyMs: Int = Environment.value("SEARCH_LATENCY_MS", default: 300)
 
-    @Option(help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
+    @Option(parsing: .unconditional, help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
     var threads: Int = Environment.value("THREADS", default: 0)
 
-    @Option(help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, no faster and unprotected from a mutate that never returns (REACTOR_THREADS).")
+    @Option(parsing: .unconditional, help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, no faster and unprotected from a mutate that never returns (REACTOR_THREADS).")
     var reactorThreads: Int = Environment.value("REACTOR_THREADS", default: HTTPServerConfiguration.activeProcessorCount)
 
-    @Option(help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
+    @Option(parsing: .unconditional, help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
     var stallTimeoutMs: Int = Environment.value("STALL_TIMEOUT_MS", default: 1000)
 
-    @Option(help: "Most live reactor instances (MAX_INSTANCES).")
+    @Option(parsing: .unconditional, help: "Most live reactor instances (MAX_INSTANCES).")
     var maxInstances: Int = Environment.value("MAX_INSTANCES", default: 100_000)
 
-    @Option(help: "Most open event streams in the server (MAX_STREAMS).")
+    @Option(parsing: .unconditional, help: "Most open event streams in the server (MAX_STREAMS).")
     var maxStreams: Int = Environment.value("MAX_STREAMS", default: 20_000)
 
-    @Option(help: "Most open event streams on one instance (MAX_STREAMS_PER_INSTANCE).")
+    @Option(parsing: .unconditional, help: "Most open event streams on one instance (MAX_STREAMS_PER_INSTANCE).")
     var maxStreamsPerInstance: Int = Environment.value("MAX_STREAMS_PER_INSTANCE", default: 10_000)
 
-    @Option(help: "Most open connections (MAX_CONNECTIONS).")
+    @Option(parsing: .unconditional, help: "Most open connections (MAX_CONNECTIONS).")
     var maxConnections: Int = Environment.value("MAX_CONNECTIONS", default: 30_000)
 
-    @Option(help: "Largest request body, in bytes (MAX_BODY_BYTES).")
+    @Option(parsing: .unconditional, help: "Largest request body, in bytes (MAX_BODY_BYTES).")
     var maxBodyBytes: Int = Environment.value("MAX_BODY_BYTES", default: 1 << 20)
 
-    @Option(help: "Largest request header block, in bytes (MAX_HEADER_BYTES).")
+    @Option(parsing: .unconditional, help: "Largest request header block, in bytes (MAX_HEADER_BYTES).")
     var maxHeaderBytes: Int = Environment.value("MAX_HEADER_BYTES", default: 8 * 1024)
 
-    @Option(help: "Close connections idle for this many seconds; 0 never (CONNECTION_TIMEOUT_S).")
+    @Option(parsing: .unconditional, help: "Close connections idle for this many seconds; 0 never (CONNECTION_TIMEOUT_S).")
     var connectionTimeoutS: Int = Environment.value("CONNECTION_TIMEOUT_S", default: 60)
 
-    @Option(help: "Dispose instances idle for this many seconds with no open stream (IDLE_TIMEOUT_S).")
+    @Option(parsing: .unconditional, help: "Dispose instances idle for this many seconds with no open stream (IDLE_TIMEOUT_S).")
     var idleTimeoutS: Int = Environment.value("IDLE_TIMEOUT_S", default: 1800)
 
-    @Option(help: "States kept per instance for Last-Event-ID replay (HISTORY_SIZE).")
+    @Option(parsing: .unconditional, help: "States kept per instance for Last-Event-ID replay (HISTORY_SIZE).")
     var historySize: Int = Environment.value("HISTORY_SIZE", default: 256)
 
-    @Option(help: "Longest ?wait=true holds a request, in milliseconds (WAIT_TIMEOUT_MS).")
+    @Option(parsing: .unconditional, help: "Longest ?wait=true holds a request, in milliseconds (WAIT_TIMEOUT_MS).")
     var waitTimeoutMs: Int = Environment.value("WAIT_TIMEOUT_MS", default: 10_000)
 
-    @Option(help: "Seconds between heartbeat comments on idle event streams (HEARTBEAT_S).")
+    @Option(parsing: .unconditional, help: "Seconds between heartbeat comments on idle event streams (HEARTBEAT_S).")
     var heartbeatS: Int = Environment.value("HEARTBEAT_S", default: 15)
 
     @Option(help: "Comma-separated origins allowed by CORS, or * for any; empty disables CORS (CORS_ORIGINS).")
@@ -82,13 +84,13 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "sync: an action is acknowledged, and a state shown, only once committed; async: at once, committed within --flush-interval-ms, so a crash may lose that window (DURABILITY).")
     var durability: String = Environment.string("DURABILITY", default: "sync")
 
-    @Option(help: "With --durability async, the longest a write waits to be committed, in milliseconds (FLUSH_INTERVAL_MS).")
+    @Option(parsing: .unconditional, help: "With --durability async, the longest a write waits to be committed, in milliseconds (FLUSH_INTERVAL_MS).")
     var flushIntervalMs: Int = Environment.value("FLUSH_INTERVAL_MS", default: 10)
 
-    @Option(help: "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S).")
+    @Option(parsing: .unconditional, help: "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S).")
     var passivateAfterS: Int = Environment.value("PASSIVATE_AFTER_S", default: 60)
 
-    @Option(help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
+    @Option(parsing: .unconditional, help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
     var leaseS: Int = Environment.value("LEASE_S", default: 10)
 
     @Option(help: "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID).")
@@ -98,12 +100,17 @@ struct ServerCommand: ParsableCommand {
     var logLevel: String = Environment.string("LOG_LEVEL", default: "info")
 
     func validate() throws {
+        if let problem = Environment.firstProblem { throw ValidationError(problem) }
         guard ["sync", "async"].contains(durability.lowercased()) else {
-            throw ValidationError("--durability must be sync or async, not '\(durability)'")
+            throw ValidationError("\(Environment.setting("durability")) must be sync or async, not '\(durability)'")
         }
-        _ = try StoreLocation(store)
+        do {
+            _ = try StoreLocation(store)
+        } catch let error as ValidationError {
+            throw ValidationError("\(error.message) (\(Environment.setting("store")))")
+        }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
-            throw ValidationError("unknown log level '\(logLevel)'")
+            throw ValidationError("\(Environment.setting("log-level")) must be trace, debug, info, notice, warning, error or critical, not '\(logLevel)'")
         }
         for (name, value) in [("max-instances", maxInstances), ("max-streams", maxStreams),
                               ("max-streams-per-instance", maxStreamsPerInstance),
@@ -113,14 +120,14 @@ struct ServerCommand: ParsableCommand {
                               ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
                               ("passivate-after-s", passivateAfterS), ("lease-s", leaseS)]
         where value <= 0 {
-            throw ValidationError("--\(name) must be positive")
+            throw ValidationError("\(Environment.setting(name)) must be positive, not \(value)")
         }
         for (name, value) in [("counter-delay-ms", counterDelayMs), ("search-latency-ms", searchLatencyMs),
                               ("threads", threads), ("reactor-threads", reactorThreads),
                               ("history-size", historySize),
                               ("connection-timeout-s", connectionTimeoutS)]
         where value < 0 {
-            throw ValidationError("--\(name) must not be negative")
+            throw ValidationError("\(Environment.setting(name)) must not be negative, not \(value)")
         }
     }
 
@@ -258,13 +265,40 @@ enum StoreLocation {
     }
 }
 
-/// Reads option defaults from the environment.
+/// Reads option defaults from the environment. A variable that is set (and not empty) must hold
+/// a value its option accepts: one that does not is kept as a problem, which `validate()`
+/// reports naming the variable and its option, rather than silently falling back to the default.
 enum Environment {
+    private static let problems = Mutex<[String: String]>([:])
+
     static func string(_ name: String, default fallback: String) -> String {
-        ProcessInfo.processInfo.environment[name] ?? fallback
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
     }
 
     static func value<Value: LosslessStringConvertible>(_ name: String, default fallback: Value) -> Value {
-        ProcessInfo.processInfo.environment[name].flatMap(Value.init) ?? fallback
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
+        guard let value = Value(text.trimmingCharacters(in: .whitespaces)) else {
+            let kind = Value.self == UInt16.self ? "a port number from 0 to 65535" : "a whole number"
+            problems.withLock {
+                $0[name] = "\(name)='\(text.prefix(64))' is not \(kind) (the environment variable of --\(flag(name)))"
+            }
+            return fallback
+        }
+        return value
+    }
+
+    /// The first invalid environment value met so far, by name.
+    static var firstProblem: String? {
+        problems.withLock { problems in problems.keys.sorted().first.flatMap { problems[$0] } }
+    }
+
+    /// `--max-body-bytes (MAX_BODY_BYTES)` for `max-body-bytes`: how messages name a setting.
+    static func setting(_ flag: String) -> String {
+        "--\(flag) (\(flag.uppercased().replacingOccurrences(of: "-", with: "_")))"
+    }
+
+    /// `max-body-bytes` for `MAX_BODY_BYTES`.
+    private static func flag(_ variable: String) -> String {
+        variable.lowercased().replacingOccurrences(of: "_", with: "-")
     }
 }

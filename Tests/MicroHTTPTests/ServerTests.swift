@@ -178,6 +178,20 @@ import Testing
         #expect(result.output == "hello")
     }
 
+    @Test func aHostNameIsResolvedToItsIPv4Address() async throws {
+        let server = try startServer({ $0.host = "localhost" }, router: Self.router())
+        defer { server.shutdown() }
+        let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/hello"])
+        #expect(result.output == "hello")
+    }
+
+    @Test func aHostThatDoesNotResolveIsRefused() {
+        var configuration = HTTPServerConfiguration()
+        configuration.host = "no-such-host.invalid"
+        let server = HTTPServer(configuration: configuration, router: Self.router())
+        #expect(throws: HTTPServerError.invalidHost("no-such-host.invalid")) { try server.start() }
+    }
+
     @Test func deferredResponseFromAnotherThread() async throws {
         let server = try startServer { request in
             .deferred { responder in

@@ -1,0 +1,12 @@
+import CReactorBuildInfo
+
+/// What this build of ReactorServer was made from: `make` and the Dockerfile pass
+/// `git describe --tags --always --dirty` and `git rev-parse HEAD` in REACTOR_SERVER_VERSION and
+/// REACTOR_SERVER_COMMIT, which Package.swift hands to the compiler; a build without them (a bare
+/// `swift build`, a source archive) says `unknown`.
+public enum BuildInfo {
+    /// The version, e.g. `v1.2.0`, `v1.2.0-3-gabc1234-dirty`, or an abbreviated commit without tags.
+    public static let version = String(cString: reactor_build_version())
+    /// The full commit hash.
+    public static let commit = String(cString: reactor_build_commit())
+}
