@@ -99,6 +99,9 @@ struct ServerCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (LOG_LEVEL).")
     var logLevel: String = Environment.string("LOG_LEVEL", default: "info")
 
+    @Option(help: "Log format: text, one readable line per entry; or json, one JSON object per line with timestamp, level, label, source, message and metadata, for log collectors (LOG_FORMAT).")
+    var logFormat: String = Environment.string("LOG_FORMAT", default: "text")
+
     func validate() throws {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
         guard ["sync", "async"].contains(durability.lowercased()) else {
@@ -111,6 +114,9 @@ struct ServerCommand: ParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
             throw ValidationError("\(Environment.setting("log-level")) must be trace, debug, info, notice, warning, error or critical, not '\(logLevel)'")
+        }
+        guard ["text", "json"].contains(logFormat.lowercased()) else {
+            throw ValidationError("\(Environment.setting("log-format")) must be text or json, not '\(logFormat)'")
         }
         for (name, value) in [("max-instances", maxInstances), ("max-streams", maxStreams),
                               ("max-streams-per-instance", maxStreamsPerInstance),
@@ -138,7 +144,13 @@ struct ServerCommand: ParsableCommand {
 
     func run() throws {
         let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
+        let json = logFormat.lowercased() == "json"
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
@@ -163,7 +175,9 @@ struct ServerCommand: ParsableCommand {
             service.store = try location.open(historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS))
         } catch {
             logger.critical("could not open the session store: \(error)")
-            FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8))
+            // Also as a plain line, for a person reading a terminal; a log collector reading
+            // JSON gets the entry above only.
+            if !json { FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8)) }
             throw ExitCode(1)
         }
         if case .postgres = location {

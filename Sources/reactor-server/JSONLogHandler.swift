@@ -1,0 +1,141 @@
+import Glibc
+import Logging
+import Synchronization
+
+/// Writes each log entry to standard error as one JSON object on one line, for container log
+/// collectors: `{"timestamp":"2026-01-02T03:04:05.678Z","level":"info","label":"reactor-server",
+/// "source":"ReactorHTTP","message":"listening","metadata":{"port":"8080"}}`. Metadata keeps its
+/// structure (strings, arrays, objects); the handler's own metadata and its metadata provider's
+/// are merged under the entry's, and an entry's error is its metadata's `error`.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
+        if let error = event.error { merged["error"] = "\(error)" }
+        let level = event.level, source = event.source, message = event.message
+        var text = #"{"timestamp":"#
+        Self.appendString(Self.timestamp(), to: &text)
+        text += #","level":"#
+        Self.appendString(level.rawValue, to: &text)
+        text += #","label":"#
+        Self.appendString(label, to: &text)
+        text += #","source":"#
+        Self.appendString(source, to: &text)
+        text += #","message":"#
+        Self.appendString(message.description, to: &text)
+        text += #","metadata":"#
+        Self.appendObject(merged, to: &text)
+        text += "}\n"
+        Self.output.write(text)
+    }
+
+    /// Standard error, written one whole line at a time.
+    static let output = LineWriter(fileDescriptor: 2)
+
+    /// Now in UTC as RFC 3339 with milliseconds.
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))."
+            + "\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
+    }
+
+    static func appendObject(_ metadata: Logger.Metadata, to text: inout String) {
+        text += "{"
+        for (index, key) in metadata.keys.sorted().enumerated() {
+            if index > 0 { text += "," }
+            appendString(key, to: &text)
+            text += ":"
+            appendValue(metadata[key]!, to: &text)
+        }
+        text += "}"
+    }
+
+    static func appendValue(_ value: Logger.Metadata.Value, to text: inout String) {
+        switch value {
+        case .string(let string): appendString(string, to: &text)
+        case .stringConvertible(let convertible): appendString(convertible.description, to: &text)
+        case .dictionary(let dictionary): appendObject(dictionary, to: &text)
+        case .array(let array):
+            text += "["
+            for (index, element) in array.enumerated() {
+                if index > 0 { text += "," }
+                appendValue(element, to: &text)
+            }
+            text += "]"
+        }
+    }
+
+    /// `string` as a JSON string: quotes, backslashes and control characters escaped (so an
+    /// entry never spans two lines), everything else as it is.
+    static func appendString(_ string: String, to text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case let control where control.value < 0x20 || control.value == 0x2028 || control.value == 0x2029:
+                let hex = String(control.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}
+
+/// Writes whole lines to a file descriptor, one writer at a time, so that lines from several
+/// threads never interleave.
+final class LineWriter: Sendable {
+    private let lock = Mutex<Int32>(0)
+
+    init(fileDescriptor: Int32) {
+        lock.withLock { $0 = fileDescriptor }
+    }
+
+    func write(_ line: String) {
+        var line = line
+        lock.withLock { descriptor in
+            line.withUTF8 { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        return
+                    }
+                }
+            }
+        }
+    }
+}
