@@ -48,7 +48,7 @@ let package = Package(
         // Helpers for testing reactors: a manual clock and a state recorder.
         .target(name: "ReactorTesting", dependencies: ["ReactorCore", "Locking"]),
         // Counter, Todo, Search and Room example reactors, written as a user would.
-        .target(name: "ReactorExamples", dependencies: ["ReactorCore"]),
+        .target(name: "ReactorExamples", dependencies: ["ReactorCore", .product(name: "Metrics", package: "swift-metrics")]),
 
         // The sorted-key JSON encoder: equal states give equal bytes, at a fraction of
         // Foundation's cost.

@@ -9,7 +9,8 @@ import Darwin
 /// Patterns are matched segment by segment against the percent-decoded request path; a `{name}`
 /// segment matches any one non-empty segment and its decoded value lands in
 /// `request.pathParameters[name]`. A path that matches no pattern gets `notFound`; a path that
-/// matches only under other methods gets `methodNotAllowed` with an `Allow` header.
+/// matches only under other methods gets `methodNotAllowed` with an `Allow` header and the
+/// pattern it matched.
 /// `HEAD` is served by the `GET` route; the server sends its headers (including the GET body's
 /// `Content-Length`) and never writes a body for `HEAD`.
 public struct Router: Sendable {
@@ -21,6 +22,7 @@ public struct Router: Sendable {
 
     private struct Route: Sendable {
         let method: HTTPMethod
+        let pattern: String
         let segments: [Segment]
         /// The parameters' names and positions, handed to every request this route answers.
         let parameters: [PathParameters.Slot]
@@ -34,8 +36,10 @@ public struct Router: Sendable {
         HTTPResponse.text("Not found\n", status: 404)
     }
 
-    /// Builds the reply for a path matched only under other methods; the router adds `Allow`.
-    public var methodNotAllowed: @Sendable (HTTPRequest, _ allowed: [HTTPMethod]) -> HTTPResponse = { _, _ in
+    /// Builds the reply for a path matched only under other methods, given those methods and the
+    /// pattern of the first route the path matched (as passed to ``add(_:_:_:)``); the router
+    /// adds `Allow`.
+    public var methodNotAllowed: @Sendable (HTTPRequest, _ allowed: [HTTPMethod], _ pattern: String) -> HTTPResponse = { _, _, _ in
         HTTPResponse.text("Method not allowed\n", status: 405)
     }
 
@@ -56,7 +60,7 @@ public struct Router: Sendable {
                 segments.append(Segment(literal: Array(PercentDecoding.decodeOrKeep(part, plusAsSpace: false).utf8), isParameter: false))
             }
         }
-        routes.append(Route(method: method, segments: segments, parameters: parameters, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, parameters: parameters, handler: handler))
     }
 
     /// Answers `request` with the matching route's handler, `notFound` or `methodNotAllowed`.
@@ -64,28 +68,30 @@ public struct Router: Sendable {
         var path = request.path
         // The first route matching path and method; else the GET route for a HEAD; else the
         // methods the path has routes for.
-        let (chosen, allowed) = path.withUTF8 { bytes -> (Int?, [HTTPMethod]) in
+        let (chosen, allowed, matched) = path.withUTF8 { bytes -> (Int?, [HTTPMethod], Int?) in
             let path = PathSegments.trimmingLeadingSlash(bytes)
             let count = PathSegments.count(in: path)
             var allowed: [HTTPMethod] = []
             var fallback: Int?
+            var matched: Int?
             for index in routes.indices where routes[index].segments.count == count && Self.matches(routes[index].segments, path) {
                 let method = routes[index].method
-                if method == request.method { return (index, []) }
+                if method == request.method { return (index, [], index) }
+                if matched == nil { matched = index }
                 if request.method == .HEAD, method == .GET, fallback == nil { fallback = index }
                 if !allowed.contains(method) { allowed.append(method) }
             }
-            return (fallback, allowed)
+            return (fallback, allowed, matched)
         }
         if let chosen {
             var request = request
             request.pathParameters = PathParameters(path: request.path, slots: routes[chosen].parameters)
             return routes[chosen].handler(request)
         }
-        guard !allowed.isEmpty else { return notFound(request) }
+        guard !allowed.isEmpty, let matched else { return notFound(request) }
         var methods = allowed
         if methods.contains(.GET), !methods.contains(.HEAD) { methods.append(.HEAD) }
-        var response = methodNotAllowed(request, methods)
+        var response = methodNotAllowed(request, methods, routes[matched].pattern)
         response.headers["Allow"] = methods.map(\.rawValue).joined(separator: ", ")
         return response
     }

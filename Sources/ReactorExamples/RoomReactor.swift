@@ -1,3 +1,4 @@
+import Metrics
 import ReactorCore
 
 /// Global state: every instance is a member of one shared ``Room``. One instance's `say`
@@ -41,6 +42,10 @@ public final class RoomReactor: Reactor {
     /// This instance's id in the room.
     public let memberID: UInt64
 
+    /// Messages said in rooms of this process, through swift-metrics as any app would count
+    /// them: with the metrics system bootstrapped (reactor-server does), on `/metrics`.
+    static let messagesSaid = Counter(label: "room_messages_said_total")
+
     /// Joins `room` (the process-wide room by default) as a guest.
     public init(room: Room = .shared) {
         self.room = room
@@ -58,6 +63,7 @@ public final class RoomReactor: Reactor {
         case .setName(let name):
             return .concat(.just(.setName(name)), .run { _ in room.rename(member: memberID, to: name) })
         case .say(let text):
+            Self.messagesSaid.increment()
             return .run { _ in room.say(text, from: memberID) }
         }
     }

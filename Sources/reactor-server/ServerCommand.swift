@@ -156,6 +156,8 @@ struct ServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "reactor-server")
+        // Before any reactor exists: what the reactors record through swift-metrics reaches /metrics.
+        ReactorServer.bootstrapMetrics()
 
         var service = ReactorServiceConfiguration()
         service.maxInstances = maxInstances

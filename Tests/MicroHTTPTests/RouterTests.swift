@@ -72,9 +72,12 @@ import Testing
     @Test func customBuilders() {
         var router = router()
         router.notFound = { _ in HTTPResponse(status: 404, body: Array("custom".utf8)) }
-        router.methodNotAllowed = { _, allowed in HTTPResponse(status: 405, body: Array("\(allowed.count)".utf8)) }
+        router.methodNotAllowed = { _, allowed, pattern in
+            HTTPResponse(status: 405, body: Array("\(allowed.count) \(pattern)".utf8))
+        }
         #expect(router.handle(HTTPRequest(method: .GET, target: "/x")).body == Array("custom".utf8))
-        #expect(router.handle(HTTPRequest(method: .PUT, target: "/static")).body == Array("2".utf8))
+        #expect(router.handle(HTTPRequest(method: .PUT, target: "/static")).body == Array("2 /static".utf8))
+        #expect(router.handle(HTTPRequest(method: .PUT, target: "/items/42")).body == Array("3 /items/{id}".utf8))
     }
 
     @Test func queryDecoding() {

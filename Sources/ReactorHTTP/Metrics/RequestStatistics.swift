@@ -73,7 +73,8 @@ final class RequestStatistics: Sendable {
         let routes = self.routes.withLock { $0 }
         func total(_ slot: Int) -> Int64 { shards.reduce(0) { $0 &+ $1.value(at: slot) } }
 
-        var text = "# TYPE http_requests_total counter\n"
+        var text = "# HELP http_requests_total HTTP requests answered, by route, method and status.\n"
+        text += "# TYPE http_requests_total counter\n"
         for route in routes {
             var counts: [(status: Int, count: Int64)] = []
             for (offset, status) in Self.usualStatuses.enumerated() {
@@ -86,6 +87,7 @@ final class RequestStatistics: Sendable {
             }
         }
 
+        text += "# HELP http_request_duration_seconds Time from a request's arrival to its answer, by route.\n"
         text += "# TYPE http_request_duration_seconds histogram\n"
         var routeNames: [String] = []
         for route in routes where !routeNames.contains(route.route) { routeNames.append(route.route) }
@@ -103,6 +105,7 @@ final class RequestStatistics: Sendable {
             text += "http_request_duration_seconds_count{route=\"\(name)\"} \(cumulative)\n"
         }
 
+        text += "# HELP reactor_actions_accepted_total Actions accepted for reactor instances.\n"
         text += "# TYPE reactor_actions_accepted_total counter\n"
         text += "reactor_actions_accepted_total \(total(Self.actionsSlot))\n"
         return text
@@ -209,8 +212,10 @@ final class ThreadShards: @unchecked Sendable {
 /// adds to a private shard, so an addition is a plain load and store (atomic, so that rendering
 /// may read them meanwhile), never a locked instruction; a shared shard adds atomically.
 final class StatisticsShard: Sendable {
-    static let slotCount = 2048
-    private let slots: InlineArray<2048, Atomic<Int64>>
+    /// Room for 127 route and method pairs: the service's routes, each with the standard methods
+    /// and `other` a client may try on it, and those on no route (8 + 8 × 8 + 8 with 8 routes).
+    static let slotCount = 4096
+    private let slots: InlineArray<4096, Atomic<Int64>>
     private let isShared: Bool
 
     init(shared: Bool) {

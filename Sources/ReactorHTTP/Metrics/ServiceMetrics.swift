@@ -4,32 +4,46 @@ import MicroHTTP
 import Prometheus
 import Synchronization
 
-/// The service's metrics, through swift-metrics into its own Prometheus registry (so several
-/// services in one process never share counters), rendered by `GET /metrics`.
+/// The service's metrics in its own Prometheus registry (so several services in one process
+/// never share counters), rendered by `GET /metrics` together with what the process records
+/// through swift-metrics (see ``ReactorServer/bootstrapMetrics()``), the process families and the
+/// build. Every family has `# HELP` and `# TYPE`.
 final class ServiceMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
-    private let instances: Metrics.Gauge
-    private let streams: Metrics.Gauge
-    private let mutationErrors: Metrics.Counter
-    private let stalls: Metrics.Counter
-    private let stalledInstances: Metrics.Gauge
+    private let instances: Prometheus.Gauge
+    private let streams: Prometheus.Gauge
+    private let mutationErrors: Prometheus.Counter
+    private let stalls: Prometheus.Counter
+    private let stalledInstances: Prometheus.Gauge
     private let stalledNow = Atomic<Int>(0)
     /// Request counts and durations, and accepted actions: written on every request, so kept
     /// per thread rather than in the registry's shared counters.
     private let requests = RequestStatistics()
     private let unmatchedRoutes = Locked<[String: RouteMetrics]>([:])
+    /// Requests with a method their path has no route for, by route and method.
+    private let refusedMethods = Locked<[String: RouteMetrics]>([:])
 
     init() {
-        registry = PrometheusCollectorRegistry()
-        let factory = PrometheusMetricsFactory(registry: registry)
-        instances = Metrics.Gauge(label: "reactor_instances", factory: factory)
-        streams = Metrics.Gauge(label: "reactor_event_streams", factory: factory)
-        mutationErrors = Metrics.Counter(label: "reactor_mutation_errors_total", factory: factory)
-        stalls = Metrics.Counter(label: "reactor_stalls_total", factory: factory)
-        stalledInstances = Metrics.Gauge(label: "reactor_stalled_instances", factory: factory)
-        instances.record(0)
-        streams.record(0)
-        stalledInstances.record(0)
+        let registry = PrometheusCollectorRegistry()
+        func gauge(_ name: String, _ help: String, labels: [(String, String)] = []) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        }
+        func counter(_ name: String, _ help: String) -> Prometheus.Counter {
+            registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
+        }
+        self.registry = registry
+        instances = gauge("reactor_instances", "Reactor instances in memory.")
+        streams = gauge("reactor_event_streams", "Open event streams.")
+        mutationErrors = counter("reactor_mutation_errors_total", "Errors thrown by reactors' mutations.")
+        stalls = counter("reactor_stalls_total",
+                         "Times an instance's mutate, reduce or transform ran past the stall timeout.")
+        stalledInstances = gauge("reactor_stalled_instances",
+                                 "Instances inside a call that has not returned within the stall timeout.")
+        gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
+              labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
+        instances.set(to: 0)
+        streams.set(to: 0)
+        stalledInstances.set(to: 0)
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.
@@ -37,10 +51,15 @@ final class ServiceMetrics: Sendable {
         requests.route(route, method: method)
     }
 
-    /// The request metrics of requests that matched no route, by method: the standard methods
-    /// each, every other token as `other` (a client choosing method names must not add series).
+    /// The method as a label: the standard methods each, every other token as `other` (a client
+    /// choosing method names must not add series).
+    private static func label(_ method: HTTPMethod) -> String {
+        method.isStandard ? method.rawValue : "other"
+    }
+
+    /// The request metrics of requests that matched no route, by method.
     func unmatched(method: HTTPMethod) -> RouteMetrics {
-        let method = method.isStandard ? method.rawValue : "other"
+        let method = Self.label(method)
         return unmatchedRoutes.withLock { routes in
             if let metrics = routes[method] { return metrics }
             let metrics = requests.route("unmatched", method: method)
@@ -49,8 +68,21 @@ final class ServiceMetrics: Sendable {
         }
     }
 
-    func instanceCount(_ count: Int) { instances.record(count) }
-    func streamCount(_ count: Int) { streams.record(count) }
+    /// The request metrics of requests whose path matched `route` under other methods only:
+    /// counted under that route, with the method they used.
+    func refused(method: HTTPMethod, route: String) -> RouteMetrics {
+        let method = Self.label(method)
+        let key = method + " " + route
+        return refusedMethods.withLock { routes in
+            if let metrics = routes[key] { return metrics }
+            let metrics = requests.route(route, method: method)
+            routes[key] = metrics
+            return metrics
+        }
+    }
+
+    func instanceCount(_ count: Int) { instances.set(to: Double(count)) }
+    func streamCount(_ count: Int) { streams.set(to: Double(count)) }
     func actionAccepted() { requests.actionAccepted() }
     func mutationFailed() { mutationErrors.increment() }
 
@@ -59,11 +91,46 @@ final class ServiceMetrics: Sendable {
     /// An instance's turn stalled (`true`) or returned after stalling (`false`).
     func instanceStalled(_ stalled: Bool) {
         if stalled { stalls.increment() }
-        stalledInstances.record(stalledNow.wrappingAdd(stalled ? 1 : -1, ordering: .relaxed).newValue)
+        stalledInstances.set(to: Double(stalledNow.wrappingAdd(stalled ? 1 : -1, ordering: .relaxed).newValue))
     }
 
     /// The Prometheus text exposition of every metric.
     func render() -> [UInt8] {
         registry.emitToBuffer() + Array(requests.render().utf8)
+            + Array(ApplicationMetrics.render().utf8) + Array(ProcessMetrics.render().utf8)
+    }
+}
+
+/// What the process records through swift-metrics, once it is bootstrapped into swift-prometheus's
+/// default registry (``ReactorServer/bootstrapMetrics()`` does that, and so does an app's own
+/// `MetricsSystem.bootstrap(PrometheusMetricsFactory())`).
+enum ApplicationMetrics {
+    private static let bootstrapped = Atomic<Bool>(false)
+
+    static func bootstrap() {
+        guard !bootstrapped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: PrometheusMetricsFactory.defaultRegistry))
+    }
+
+    /// The default registry's text. swift-metrics has no help text, so a family without a
+    /// `# HELP` line gets one naming it as recorded through swift-metrics.
+    static func render() -> String {
+        let text = PrometheusMetricsFactory.defaultRegistry.emitToString()
+        guard !text.isEmpty else { return "" }
+        var output = ""
+        output.reserveCapacity(text.count + 256)
+        var previous: Substring = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE ") {
+                let name = line.dropFirst("# TYPE ".count).prefix { $0 != " " }
+                if !previous.hasPrefix("# HELP \(name) ") {
+                    output += "# HELP \(name) \(name), recorded through swift-metrics.\n"
+                }
+            }
+            output += line
+            output += "\n"
+            previous = line
+        }
+        return String(output.dropLast())
     }
 }

@@ -19,6 +19,15 @@ public final class ReactorServer: Sendable {
     private let expiry = Locked<Task<Void, Never>?>(nil)
     private let logger: Logger
 
+    /// Points swift-metrics (`MetricsSystem`) at swift-prometheus's default registry, which
+    /// `/metrics` serves beside the server's own families: counters, gauges and timers that
+    /// reactors (or anything else in the process) record through swift-metrics then reach
+    /// `/metrics`. Call it once, before making reactors; later calls do nothing. An app that
+    /// bootstraps `PrometheusMetricsFactory()` itself needs not call it.
+    public static func bootstrapMetrics() {
+        ApplicationMetrics.bootstrap()
+    }
+
     /// Creates a server; nothing listens until `start()`.
     public init(registry: ReactorRegistry,
                 configuration: ReactorServiceConfiguration = .init(),
