@@ -15,8 +15,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// Port to listen on; 0 picks a free port (read ``HTTPServer/port`` after start).
     public var port: UInt16 = 0
-    /// Event loops, each a thread running its own libmicrohttpd daemon; defaults to the active
-    /// processor count.
+    /// Event loops, each a thread running its own libmicrohttpd daemon; defaults to
+    /// ``activeProcessorCount`` (the cgroup CPU quota counts).
     public var threads = HTTPServerConfiguration.activeProcessorCount
     /// Maximum simultaneous connections; the open-file soft limit is raised to fit when possible.
     public var connectionLimit = 16_384
@@ -55,9 +55,11 @@ public struct HTTPServerConfiguration: Sendable {
         max(connectionMemoryLimit, maxHeaderSize + Self.headerPoolMargin)
     }
 
-    /// Number of processors currently online (at least 1).
+    /// Processors this process may keep busy (at least 1): those online and in its CPU
+    /// affinity, capped by its cgroup's CPU quota rounded up, so that a container limited to
+    /// 2 CPUs on a 64-core host counts 2 (as SwiftNIO's `System.coreCount`).
     public static var activeProcessorCount: Int {
-        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        ProcessorCount.current
     }
 }
 

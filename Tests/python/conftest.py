@@ -45,9 +45,11 @@ class Server:
     #: own temporary directory (which keeps only the last few runs).
     log_directory: Path | None = None
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, store: str | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, store: str | None = None,
+                 preexec_fn=None) -> None:
         """Starts a server. It keeps its sessions in `store` (a `--store` value) when given, else
-        in a new SQLite file of its own (unless `args` or `env` name a store)."""
+        in a new SQLite file of its own (unless `args` or `env` name a store). `preexec_fn` runs
+        in the child before the server is executed (to put it in a cgroup, say)."""
         binary = server_binary()
         if not binary.is_file():
             pytest.fail(f"no reactor-server binary at {binary}: build it (swift build) or set REACTOR_SERVER_BIN")
@@ -64,7 +66,7 @@ class Server:
         process_env.update(env or {})
         self.store = process_env.get("STORE")
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.log,
-                                        stdin=subprocess.DEVNULL, env=process_env)
+                                        stdin=subprocess.DEVNULL, env=process_env, preexec_fn=preexec_fn)
         self.host, self.port = self._read_address()
         self.base = f"http://{self.host}:{self.port}"
 
@@ -296,8 +298,8 @@ def start_server():
     """Starts extra servers with other flags; each is stopped when the test ends."""
     started: list[Server] = []
 
-    def start(*args: str, env: dict[str, str] | None = None, store: str | None = None) -> Server:
-        instance = Server(*args, env=env, store=store)
+    def start(*args: str, env: dict[str, str] | None = None, store: str | None = None, preexec_fn=None) -> Server:
+        instance = Server(*args, env=env, store=store, preexec_fn=preexec_fn)
         started.append(instance)
         return instance
 

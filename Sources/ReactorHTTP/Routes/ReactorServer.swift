@@ -18,6 +18,8 @@ public final class ReactorServer: Sendable {
     private let expiryPeriod: Duration
     private let expiry = Locked<Task<Void, Never>?>(nil)
     private let logger: Logger
+    /// The HTTP event loops and the threads applying actions, for the log.
+    private let threadCounts: (http: Int, reactor: Int)
 
     /// Points swift-metrics (`MetricsSystem`) at swift-prometheus's default registry, which
     /// `/metrics` serves beside the server's own families: counters, gauges and timers that
@@ -41,6 +43,8 @@ public final class ReactorServer: Sendable {
         let router = service.makeRouter()
         self.service = service
         self.logger = logger
+        self.threadCounts = (min(max(1, httpConfiguration.threads), max(1, httpConfiguration.connectionLimit)),
+                             configuration.reactorThreads)
         self.http = HTTPServer(configuration: httpConfiguration) { request in router.handle(request) }
         let shortest = configuration.store == nil ? configuration.idleTimeout
             : min(configuration.idleTimeout, configuration.passivateAfter)
@@ -63,7 +67,8 @@ public final class ReactorServer: Sendable {
             }
         }
         expiry.withLock { $0 = sweeper }
-        logger.info("listening", metadata: ["port": "\(http.port)"])
+        logger.info("listening", metadata: ["port": "\(http.port)", "http-threads": "\(threadCounts.http)",
+                                            "reactor-threads": "\(threadCounts.reactor)"])
     }
 
     /// The bound port (useful with port 0).
