@@ -71,6 +71,9 @@ def test_create_errors(server):
     assert_problem(server.request("POST", "/reactors", {"type": "nope"}), 400, "unknown-type")
     assert_problem(server.request("POST", "/reactors", {}), 400, "invalid-body")
     assert_problem(server.request("POST", "/reactors", "not json"), 400, "invalid-body")
+    # A field the document does not name is refused (additionalProperties: false), not ignored.
+    body = assert_problem(server.request("POST", "/reactors", {"type": "counter", "x": 42}), 400, "invalid-body")
+    assert "'x'" in body["detail"], body
     assert_problem(server.request("POST", "/reactors", '{"type":"counter"}',
                                   headers={"Content-Type": "text/plain"}), 415, "unsupported-media-type")
     # No content type, and curl's default form type, are read as JSON.
@@ -252,6 +255,20 @@ def test_bad_last_event_id(server):
         assert_problem(reply, 400, "invalid-parameter")
     assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId=x"),
                    400, "invalid-parameter")
+    # lastEventId must be digits (openapi.yaml's pattern), empty included, even when the header wins.
+    for query in ("", "+5", "%205"):
+        assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId={query}"),
+                       400, "invalid-parameter")
+        assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId={query}",
+                                      headers={"Last-Event-ID": "0"}), 400, "invalid-parameter")
+    # An empty header counts as absent: the stream starts with the current state.
+    stream = server.events(instance["id"], headers={"Last-Event-ID": ""})
+    try:
+        assert stream.status == 200
+        assert stream.next().retry == 3000
+        assert stream.next().id == "0"
+    finally:
+        stream.close()
     assert_problem(server.request("GET", "/reactors/AAAAAAAAAAAAAAAAAAAAAA/events"), 404, "unknown-instance")
 
 

@@ -82,3 +82,39 @@ def test_live_bodies_and_event_data_match_their_schemas(server):
                 assert "error" in seen, "the todo examples name a task id that does not exist"
         finally:
             stream.close()
+
+
+ACTION_SCHEMAS = {"counter": "CounterAction", "todo": "TodoAction", "search": "SearchAction", "room": "RoomAction"}
+
+
+def action_cases(schema: dict) -> set[str]:
+    """The case names an action schema allows: a bare string's values, an object's one key."""
+    cases = set()
+    for option in schema["oneOf"]:
+        if option.get("type") == "string":
+            cases.update(option["enum"])
+        else:
+            cases.update(option["required"])
+    return cases
+
+
+def test_every_action_case_of_every_type_has_an_example_the_type_accepts(server):
+    spec = load_spec()
+    examples = (spec["paths"]["/reactors/{id}/actions"]["post"]["requestBody"]["content"]
+                ["application/json"]["examples"])
+    by_type: dict[str, dict[str, object]] = {name: {} for name in ACTION_SCHEMAS}
+    for key, example in examples.items():
+        type_name, _, case = key.partition("-")
+        assert type_name in ACTION_SCHEMAS, f"example {key} names no example type"
+        value = example["value"]
+        validator(spec, ACTION_SCHEMAS[type_name]).validate(value)
+        named = value if isinstance(value, str) else next(iter(value))
+        assert named == case, f"example {key} is a {named} action"
+        by_type[type_name][case] = value
+    for type_name, schema_name in ACTION_SCHEMAS.items():
+        cases = action_cases(spec["components"]["schemas"][schema_name])
+        assert set(by_type[type_name]) == cases, f"{type_name}: examples for {set(by_type[type_name])}, cases {cases}"
+        instance = server.create(type_name)
+        for case, value in by_type[type_name].items():
+            reply = server.request("POST", f"/reactors/{instance['id']}/actions", json.dumps(value))
+            assert reply.status == 202, (type_name, case, reply)

@@ -315,14 +315,22 @@ public final class ReactorService: Sendable {
         guard accepted else { throw Problem.unsupportedMediaType(contentType) }
     }
 
+    /// The version a stream resumes after: the `Last-Event-ID` header's, else `?lastEventId=`'s.
+    /// Each that is given must be digits only (`lastEventId` also when the header wins); an
+    /// empty header counts as absent (a client that has seen no event yet may send one).
     static func lastEventID(_ request: HTTPRequest) throws(Problem) -> UInt64? {
-        guard let raw = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] else { return nil }
-        let text = raw.trimmingSpaces
-        if text.isEmpty { return nil }
-        guard let version = UInt64(text) else {
-            throw Problem.invalidParameter("Last-Event-ID must be a state version (a non-negative integer), not '\(text.prefix(64))'")
+        func version(_ text: String, _ name: String) throws(Problem) -> UInt64 {
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                  let version = UInt64(text) else {
+                throw Problem.invalidParameter("\(name) must be a state version (a non-negative integer), not '\(text.prefix(64))'")
+            }
+            return version
         }
-        return version
+        let query = try request.query["lastEventId"].map { (raw) throws(Problem) in try version(raw, "lastEventId") }
+        if let header = request.headers["Last-Event-ID"]?.trimmingSpaces, !header.isEmpty {
+            return try version(header, "Last-Event-ID")
+        }
+        return query
     }
 
     static func flag(_ raw: String?, name: String) throws(Problem) -> Bool {
@@ -504,9 +512,27 @@ final class ReplyOnce: Sendable {
     }
 }
 
-/// The JSON body of `POST /reactors`.
+/// The JSON body of `POST /reactors`: `{"type":…}` and nothing else (a field the server does
+/// not know is refused rather than ignored, as openapi.yaml's `additionalProperties: false` says).
 struct CreateInstanceRequest: Decodable {
     let type: String
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { $0 != "type" }) {
+            throw DecodingError.dataCorruptedError(
+                forKey: Key(stringValue: unknown), in: container,
+                debugDescription: "unknown field '\(unknown.prefix(64))' (a creation names only its 'type')")
+        }
+        type = try container.decode(String.self, forKey: Key(stringValue: "type"))
+    }
 }
 
 extension Substring {
