@@ -10,15 +10,25 @@ import ReactorStorePostgres
 import ReactorStoreSQLite
 import Synchronization
 
-/// `reactor-server`: serves the example reactors over HTTP. Every flag has an environment
-/// variable of the same meaning; a flag given on the command line wins.
+/// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves) or `health`.
 @main
-struct ServerCommand: ParsableCommand {
+struct ReactorServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
-        discussion: "Every option can also be set through the environment variable named in its help; a variable set to a value its option would refuse is an error, even where the option is also given.",
-        version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))"
+        version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))",
+        subcommands: [ServerCommand.self, HealthCommand.self],
+        defaultSubcommand: ServerCommand.self
+    )
+}
+
+/// `reactor-server [serve]`: serves the example reactors over HTTP. Every flag has an
+/// environment variable of the same meaning; a flag given on the command line wins.
+struct ServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serves the example reactors (the default command).",
+        discussion: "Every option can also be set through the environment variable named in its help; a variable set to a value its option would refuse is an error, even where the option is also given."
     )
 
     @Option(help: "Address to listen on (HOST).")
@@ -101,6 +111,9 @@ struct ServerCommand: ParsableCommand {
 
     @Option(help: "Log format: text, one readable line per entry; or json, one JSON object per line with timestamp, level, label, source, message and metadata, for log collectors (LOG_FORMAT).")
     var logFormat: String = Environment.string("LOG_FORMAT", default: "text")
+
+    @Option(help: "Once listening, write the address (http://HOST:PORT) to this file, which `reactor-server health` reads; removed on a graceful stop (ADDRESS_FILE).")
+    var addressFile: String = Environment.string("ADDRESS_FILE", default: "")
 
     func validate() throws {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
@@ -226,10 +239,35 @@ struct ServerCommand: ParsableCommand {
             logger.critical("could not start: \(error)")
             throw ExitCode(1)
         }
+        let address = ListenAddress(host: host, port: server.port)
+        if !addressFile.isEmpty {
+            do {
+                try AddressFile.write(address.url, to: addressFile)
+            } catch {
+                logger.critical("could not write the address file", metadata: ["path": "\(addressFile)", "error": "\(error)"])
+                server.shutdown()
+                throw ExitCode(1)
+            }
+        }
         // The line a supervisor or test reads to learn the bound port.
-        FileHandle.standardOutput.write(Data("reactor-server listening on http://\(host):\(server.port)\n".utf8))
+        FileHandle.standardOutput.write(Data("reactor-server listening on \(address.url)\n".utf8))
         signalHandlers.waitUntilStopped()
+        if !addressFile.isEmpty { unlink(addressFile) }
         // Returning from `run` exits 0.
+    }
+}
+
+/// The file `--address-file` names: written whole or not at all (a new file renamed over it),
+/// so a health check never reads half an address.
+enum AddressFile {
+    static func write(_ text: String, to path: String) throws {
+        let temporary = path + ".\(getpid()).tmp"
+        try Data((text + "\n").utf8).write(to: URL(fileURLWithPath: temporary))
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
     }
 }
 

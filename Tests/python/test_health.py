@@ -1,0 +1,51 @@
+"""`reactor-server health`: a container health check that reads the address the server wrote to
+--address-file (ADDRESS_FILE) and asks its /healthz, so it follows the port however it was set."""
+
+import os
+import socket
+import subprocess
+
+from conftest import server_binary
+
+TIMEOUT = 30
+
+
+def health(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items() if key not in {"ADDRESS_FILE", "PORT", "HOST"}}
+    return subprocess.run([str(server_binary()), "health", *args], env={**clean, **(env or {})},
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_health_follows_the_port_the_flag_set(start_server, tmp_path):
+    address_file = tmp_path / "address"
+    # PORT says 1 (as an image's environment might), the flag picks another port and wins: the
+    # check must ask the port the server listens on.
+    server = start_server("--address-file", str(address_file), env={"PORT": "1"})
+    assert address_file.read_text() == f"http://127.0.0.1:{server.port}\n"
+    result = health("--address-file", str(address_file), env={"PORT": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"127.0.0.1:{server.port}/healthz answered 200" in result.stdout
+    assert health(env={"ADDRESS_FILE": str(address_file)}).returncode == 0
+
+
+def test_address_file_from_the_environment_and_removed_on_stop(start_server, tmp_path):
+    address_file = tmp_path / "address"
+    server = start_server(env={"ADDRESS_FILE": str(address_file)})
+    assert address_file.read_text().strip() == server.base
+    assert server.stop() == 0
+    assert not address_file.exists()
+    result = health("--address-file", str(address_file))
+    assert result.returncode == 1 and "unhealthy" in result.stdout, result.stdout + result.stderr
+
+
+def test_unhealthy_when_nothing_answers(tmp_path):
+    # A port nothing listens on: bound, then closed again.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address_file = tmp_path / "address"
+    address_file.write_text(f"http://127.0.0.1:{port}\n")
+    result = health("--address-file", str(address_file))
+    assert result.returncode == 1 and "did not answer" in result.stdout, result.stdout + result.stderr
+    # Without a file to read, the check cannot know the address.
+    assert health().returncode != 0
