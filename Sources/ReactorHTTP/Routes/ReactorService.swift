@@ -261,6 +261,7 @@ public final class ReactorService: Sendable {
     private func openEvents(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let instance = try self.instance(for: request)
         let lastEventID = try Self.lastEventID(request)
+        let format = try Self.eventFormat(request.query["format"])
         let headers: HTTPHeaders = [
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
@@ -273,7 +274,7 @@ public final class ReactorService: Sendable {
             throw Problem.tooManyStreams(limit: limit, perInstance: false)
         }
         let subscriber = EventSubscriber(
-            timeline: instance.timeline, resumingAfter: lastEventID,
+            timeline: instance.timeline, resumingAfter: lastEventID, format: format,
             retryMilliseconds: configuration.retryMilliseconds
         ) {
             self.openStreams.wrappingSubtract(1, ordering: .relaxed)
@@ -331,6 +332,16 @@ public final class ReactorService: Sendable {
             return try version(header, "Last-Event-ID")
         }
         return query
+    }
+
+    /// `?format=`: `state` (whole states, the default) or `patch` (RFC 6902 patches).
+    static func eventFormat(_ raw: String?) throws(Problem) -> EventFormat {
+        switch raw {
+        case nil, "state": return .states
+        case "patch": return .patches
+        case let other?:
+            throw Problem.invalidParameter("format must be state or patch, not '\(other.prefix(64))'")
+        }
     }
 
     static func flag(_ raw: String?, name: String) throws(Problem) -> Bool {

@@ -7,10 +7,21 @@ import ReactorHosting
 /// write opportunity) is sent every version; one further behind is sent the latest state only
 /// (conflated). Either way it never holds the instance or other subscribers back. A state that
 /// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
+/// How a stream sends each version.
+enum EventFormat: Sendable, Equatable {
+    /// `event: state` with the whole state.
+    case states
+    /// `event: patch` with an RFC 6902 patch from the previous event's state, when that is
+    /// smaller; `event: state` first, on resume, after a gap and when the patch is not smaller.
+    case patches
+}
+
 final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private struct Progress {
         /// The newest version already sent, nil before the first state.
         var lastSentVersion: UInt64?
+        /// The state this stream last sent as an event (a patch's base); nil before it sent one.
+        var lastSentState: (any VersionedState)?
         /// States to send first, oldest first (a `Last-Event-ID` replay).
         var replay: [any VersionedState]
         /// Framed events waiting to go out (mutation errors), bounded.
@@ -30,6 +41,7 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     static let catchUpLimit: UInt64 = 32
 
     private let timeline: StateTimeline
+    private let format: EventFormat
     private let retryMilliseconds: Int
     private let progress: Locked<Progress>
     private let onClose: @Sendable () -> Void
@@ -37,9 +49,11 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     /// - Parameters:
     ///   - resumingAfter: the client's `Last-Event-ID`, if any.
     ///   - onClose: called once when the stream closes, for any reason.
-    init(timeline: StateTimeline, resumingAfter lastEventID: UInt64?, retryMilliseconds: Int,
-         onClose: @escaping @Sendable () -> Void) {
+    ///   - format: whole states, or patches from the state sent before.
+    init(timeline: StateTimeline, resumingAfter lastEventID: UInt64?, format: EventFormat = .states,
+         retryMilliseconds: Int, onClose: @escaping @Sendable () -> Void) {
         self.timeline = timeline
+        self.format = format
         self.retryMilliseconds = retryMilliseconds
         self.onClose = onClose
         var progress = Progress(replay: [])
@@ -89,8 +103,7 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
             if !progress.replay.isEmpty {
                 let batch = progress.replay.prefix(Self.replayBatch)
                 for state in batch {
-                    ServerSentEvents.appendState(state, to: &bytes)
-                    progress.lastSentVersion = state.version
+                    append(state, &progress, to: &bytes)
                 }
                 progress.replay.removeFirst(batch.count)
                 if !progress.replay.isEmpty, ending == nil { return .bytes(bytes) }
@@ -99,18 +112,18 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
             for event in progress.pendingEvents { bytes.append(contentsOf: event) }
             progress.pendingEvents.removeAll()
             for state in missed where progress.lastSentVersion.map({ state.version > $0 }) ?? false {
-                ServerSentEvents.appendState(state, after: progress.lastSentVersion, to: &bytes)
-                progress.lastSentVersion = state.version
+                append(state, &progress, to: &bytes)
             }
             if progress.lastSentVersion.map({ latest.version > $0 }) ?? true {
-                let previous = progress.lastSentVersion
-                progress.lastSentVersion = latest.version
                 // The common case, one new state and nothing else: hand over the event bytes
                 // every subscriber shares instead of copying them.
-                if bytes.isEmpty, ending == nil, !ServerSentEvents.isSnapshot(latest, after: previous) {
-                    return .bytes(ServerSentEvents.stateEvent(latest))
+                if bytes.isEmpty, ending == nil, !ServerSentEvents.isSnapshot(latest, after: progress.lastSentVersion) {
+                    let event = self.event(for: latest, after: progress.lastSentState)
+                    progress.lastSentVersion = latest.version
+                    progress.lastSentState = latest
+                    return .bytes(event)
                 }
-                ServerSentEvents.appendState(latest, after: previous, to: &bytes)
+                append(latest, &progress, to: &bytes)
             }
             if let ending {
                 bytes.append(contentsOf: ServerSentEvents.end(ending))
@@ -118,6 +131,28 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
             }
             return bytes.isEmpty ? .idle : .bytes(bytes)
         }
+    }
+
+    /// Appends `state`'s event (marked as a snapshot when it skips versions) and records it as
+    /// sent.
+    private func append(_ state: any VersionedState, _ progress: inout Progress, to bytes: inout [UInt8]) {
+        if ServerSentEvents.isSnapshot(state, after: progress.lastSentVersion) {
+            bytes.append(contentsOf: ServerSentEvents.snapshotMarker)
+        }
+        bytes.append(contentsOf: event(for: state, after: progress.lastSentState))
+        progress.lastSentVersion = state.version
+        progress.lastSentState = state
+    }
+
+    /// `state`'s event as this stream's format sends it: in the patch format, the patch from the
+    /// state sent before when that is the version just before and the patch is the smaller;
+    /// otherwise the whole state. Either is framed once per version and shared.
+    private func event(for state: any VersionedState, after sent: (any VersionedState)?) -> [UInt8] {
+        if format == .patches, let sent, state.version == sent.version &+ 1,
+           let patch = state.framedPatch(from: sent, by: ServerSentEvents.patchEvent(version:patch:)) {
+            return patch
+        }
+        return ServerSentEvents.stateEvent(state)
     }
 
     /// The versions between the last one sent and `latest` (exclusive), when there are a few

@@ -32,6 +32,18 @@ enum ServerSentEvents {
         return bytes
     }
 
+    /// `id: <version>` / `event: patch` / `data: <RFC 6902 patch>`: a version as the patch from
+    /// the one before it.
+    static func patchEvent(version: UInt64, patch: [UInt8]) -> [UInt8] {
+        var bytes = Array("id: ".utf8)
+        bytes.reserveCapacity(32 + patch.count)
+        JSONText.appendInteger(version, to: &bytes)
+        bytes.append(contentsOf: "\nevent: patch\ndata: ".utf8)
+        bytes.append(contentsOf: patch)
+        bytes.append(contentsOf: [0x0A, 0x0A])
+        return bytes
+    }
+
     /// The state's event, framed once per version and shared by every stream that sends it.
     static func stateEvent(_ state: any VersionedState) -> [UInt8] {
         state.framed(by: stateEvent(version:json:))
