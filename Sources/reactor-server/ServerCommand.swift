@@ -101,7 +101,7 @@ struct ServerCommand: ParsableCommand {
     var passivateAfterS: Int = Environment.value("PASSIVATE_AFTER_S", default: 60)
 
     @Option(parsing: .unconditional, help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
-    var leaseS: Int = Environment.value("LEASE_S", default: 10)
+    var leaseS: Int = Environment.value("LEASE_S", default: 4)
 
     @Option(help: "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID).")
     var nodeId: String = Environment.string("NODE_ID", default: "")
