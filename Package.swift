@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // Already in the graph through postgres-nio: ReactorServer is a Service of it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // The package's synchronisation primitives over pthreads (which ThreadSanitizer
@@ -119,6 +121,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The executable: configuration, logging, signals, and the examples it serves.
@@ -132,6 +135,7 @@ let package = Package(
                 "ReactorExamples",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -165,7 +169,8 @@ let package = Package(
         .testTarget(
             name: "ReactorHTTPTests",
             dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON", "MicroHTTP",
-                           "Locking", "ProcessSpawning", "TestSupport"]
+                           "Locking", "ProcessSpawning", "TestSupport",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ],
     swiftLanguageModes: [.v6]

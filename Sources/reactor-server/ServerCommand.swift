@@ -8,11 +8,12 @@ import ReactorHTTP
 import ReactorHosting
 import ReactorStorePostgres
 import ReactorStoreSQLite
+import ServiceLifecycle
 import Synchronization
 
 /// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves) or `health`.
 @main
-struct ReactorServerCommand: ParsableCommand {
+struct ReactorServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
@@ -24,7 +25,7 @@ struct ReactorServerCommand: ParsableCommand {
 
 /// `reactor-server [serve]`: serves the example reactors over HTTP. Every flag has an
 /// environment variable of the same meaning; a flag given on the command line wins.
-struct ServerCommand: ParsableCommand {
+struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serves the example reactors (the default command).",
@@ -155,7 +156,7 @@ struct ServerCommand: ParsableCommand {
         nodeId.isEmpty ? "\(ProcessInfo.processInfo.hostName):\(port)" : nodeId
     }
 
-    func run() throws {
+    func run() async throws {
         let level = Logger.Level(rawValue: logLevel.lowercased()) ?? .info
         let json = logFormat.lowercased() == "json"
         LoggingSystem.bootstrap { label in
@@ -228,33 +229,79 @@ struct ServerCommand: ParsableCommand {
         let registry = ExampleReactors.registry(counterDelay: .milliseconds(counterDelayMs),
                                                 searchLatency: .milliseconds(searchLatencyMs), room: room)
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
-        // Signals are handled before the port is announced, so a SIGTERM sent right after the
-        // first answer already stops the server gracefully.
-        let signalHandlers = GracefulShutdown.install(signals: [SIGTERM, SIGINT], logger: logger) {
-            server.shutdown()
+        let (host, addressFile) = (self.host, self.addressFile)
+        let announced = AnnouncedServer(server: server) { port in
+            let address = ListenAddress(host: host, port: port)
+            if !addressFile.isEmpty { try AddressFile.write(address.url, to: addressFile) }
+            // The line a supervisor or test reads to learn the bound port.
+            FileHandle.standardOutput.write(Data("reactor-server listening on \(address.url)\n".utf8))
         }
+        // SIGTERM and SIGINT stop the server gracefully: the group traps them before it starts
+        // the server, so a signal sent once the port is announced already stops it gracefully.
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: announced)], gracefulShutdownSignals: [.sigterm, .sigint],
+            cancellationSignals: [], logger: logger))
+        let signals = StopSignals.install([SIGTERM, SIGINT], group: group, logger: logger)
         do {
-            try server.start()
+            try await group.run()
         } catch {
             logger.critical("could not start: \(error)")
             throw ExitCode(1)
         }
-        let address = ListenAddress(host: host, port: server.port)
-        if !addressFile.isEmpty {
-            do {
-                try AddressFile.write(address.url, to: addressFile)
-            } catch {
-                logger.critical("could not write the address file", metadata: ["path": "\(addressFile)", "error": "\(error)"])
-                server.shutdown()
-                throw ExitCode(1)
-            }
-        }
-        // The line a supervisor or test reads to learn the bound port.
-        FileHandle.standardOutput.write(Data("reactor-server listening on \(address.url)\n".utf8))
-        signalHandlers.waitUntilStopped()
+        withExtendedLifetime(signals) {}
         if !addressFile.isEmpty { unlink(addressFile) }
         // Returning from `run` exits 0.
     }
+}
+
+/// The server as `reactor-server` runs it in its service group: started, announced (the
+/// address file, the line on standard output), then served until the group stops it.
+struct AnnouncedServer: Service {
+    let server: ReactorServer
+    let announce: @Sendable (UInt16) throws -> Void
+
+    func run() async throws {
+        try server.start()
+        do {
+            try announce(server.port)
+        } catch {
+            server.shutdown()
+            throw error
+        }
+        try await server.run()
+    }
+}
+
+/// What the service group's signal handling leaves out: a second SIGTERM or SIGINT while the
+/// server stops exits 1 at once. (The first also asks the group to stop, which it does by its
+/// own handlers too; asking twice is harmless.)
+enum StopSignals {
+    static func install(_ signals: [Int32], group: ServiceGroup, logger: Logger) -> [any DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "reactor-server.signals")
+        let received = SignalCount()
+        return signals.map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+            source.setEventHandler {
+                guard received.next() > 1 else {
+                    Task { await group.triggerGracefulShutdown() }
+                    return
+                }
+                logger.warning("second signal while stopping: exiting now", metadata: ["signal": "\(signalNumber)"])
+                exit(1)
+            }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// Signals received so far.
+private final class SignalCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// One more; the count with it.
+    func next() -> Int { count.wrappingAdd(1, ordering: .relaxed).newValue }
 }
 
 /// The file `--address-file` names: written whole or not at all (a new file renamed over it),

@@ -1,17 +1,23 @@
+import Dispatch
 import ReactorHosting
 import Locking
 import Logging
 import MicroHTTP
+import ServiceLifecycle
 
 /// A reactor service on its own HTTP server, with idle-instance expiry running.
 ///
+/// It is a swift-service-lifecycle `Service`: run it in a `ServiceGroup`, which stops it
+/// gracefully on SIGTERM or SIGINT (or any graceful shutdown of the group):
+///
 /// ```swift
 /// let server = ReactorServer(registry: registry)
-/// try server.start()
-/// // … later, on SIGTERM:
-/// server.shutdown()
+/// let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+/// try await group.run()
 /// ```
-public final class ReactorServer: Sendable {
+///
+/// or drive it by hand: `try server.start()`, and later `server.shutdown()`.
+public final class ReactorServer: Service, Sendable {
     /// The reactor service behind the routes.
     public let service: ReactorService
     private let http: HTTPServer
@@ -20,6 +26,10 @@ public final class ReactorServer: Sendable {
     private let logger: Logger
     /// The HTTP event loops and the threads applying actions, for the log.
     private let threadCounts: (http: Int, reactor: Int)
+    /// Whether the server has started, and whether it has stopped since.
+    private let phase = Locked(Phase.idle)
+
+    private enum Phase { case idle, running, stopped }
 
     /// Points swift-metrics (`MetricsSystem`) at swift-prometheus's default registry, which
     /// `/metrics` serves beside the server's own families: counters, gauges and timers that
@@ -54,6 +64,7 @@ public final class ReactorServer: Sendable {
     /// Starts listening and expiring idle instances.
     public func start() throws {
         try http.start()
+        phase.withLock { $0 = .running }
         let service = self.service
         let period = expiryPeriod
         let sweeper = Task.detached(priority: .utility) {
@@ -79,6 +90,7 @@ public final class ReactorServer: Sendable {
     /// nodes share, the instances are first committed and released, and their streams end with
     /// `moved`, so clients resume on another node at once.
     public func shutdown() {
+        phase.withLock { $0 = .stopped }
         expiry.withLock { $0?.cancel() }
         // Actions answered 202 so far reach the event streams before those end.
         service.finishQueuedActions(within: .milliseconds(250))
@@ -86,5 +98,33 @@ public final class ReactorServer: Sendable {
         http.shutdown()
         service.disposeAllInstances()
         logger.info("stopped")
+    }
+}
+
+extension ReactorServer {
+    /// Runs the server as a `Service`: starts it (unless `start()` was called already), serves
+    /// until the service group shuts down gracefully (or the task is cancelled), then stops as
+    /// ``shutdown()`` does and returns. Throws when the server cannot start.
+    public func run() async throws {
+        let alreadyRunning = phase.withLock { phase -> Bool? in
+            switch phase {
+            case .idle: return false
+            case .running: return true
+            case .stopped: return nil
+            }
+        }
+        guard let alreadyRunning else { return }
+        if !alreadyRunning { try start() }
+        // Returns on graceful shutdown, throws CancellationError on cancellation: either way,
+        // stop.
+        try? await gracefulShutdown()
+        logger.info("stopping")
+        // `shutdown()` blocks while requests in flight finish: off Swift's cooperative threads.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                self.shutdown()
+                continuation.resume()
+            }
+        }
     }
 }
