@@ -9,6 +9,17 @@
  *       SUBSCRIBERS event streams on one room instance; a `say` ("m<k>") every INTERVAL_MS;
  *       latency = say sent -> a subscriber's first event containing "m<k>"; p50/p99/max, plus
  *       the server's RSS and CPU over the measured window when SERVER_PID is given
+ *   rsload todofanout PORT TODO_ID SUBSCRIBERS SECONDS INTERVAL_MS QUERY TASK_IDS_FILE [SERVER_PID]
+ *       SUBSCRIBERS event streams on one todo instance, opened with QUERY ("?format=patch", or
+ *       "-" for none: whole states); a toggle of the next task of TASK_IDS_FILE (one id a line,
+ *       round-robin) every INTERVAL_MS on one keep-alive connection, each sent once the previous
+ *       one was answered 202. Every stream is de-chunked and parsed as server-sent events; the
+ *       k-th toggle is version v0 + k (v0: the version the streams opened on), and latency =
+ *       toggle sent -> a subscriber's whole event whose `id:` is that version or later (a later
+ *       one, after conflation, counts for each toggle it covers). Also: events by kind with their
+ *       average size (the SSE event's bytes, and its data), versions skipped, the server's CPU
+ *       seconds per toggle (utime+stime of SERVER_PID over the window, from the first toggle
+ *       until every stream has the last version or 10 s after it) and its peak RSS
  *   rsload spread PORT IDS_FILE CONNS SECONDS
  *       POST "increase" to an id drawn at random from IDS_FILE, on CONNS keep-alive connections,
  *       one request in flight on each, for SECONDS; prints the requests answered and their rate.
@@ -549,6 +560,299 @@ static int cmd_fanout(int port, const char *id, long subscribers, int seconds, i
   return 0;
 }
 
+/* ---------------------------------------------------------------- todo fan-out (patch streams) */
+
+/* One event stream read as the client would: HTTP head, chunked transfer coding, then SSE
+ * lines. Only each line's first bytes are kept (enough for `id:` and `event:`), so a 70 KB
+ * `data:` line costs a memchr, not a copy. */
+struct tstream {
+  int fd;
+  int head_done, chunked, chunk_phase; /* chunk_phase: 0 size line, 1 data, 2 CRLF after data, 3 ended */
+  int in_digits;                       /* size line: still reading its hex digits */
+  size_t chunk_left;
+  char head[1024];
+  size_t head_len;
+  char prefix[40];
+  size_t prefix_len, line_len;
+  size_t ev_bytes, ev_data;
+  long long ev_id;
+  char ev_kind;        /* 'p' patch, 's' state, 'e' end, 0 none */
+  int ev_snapshot;
+  int ready;
+  long long first, best;
+};
+
+static long long tf_v0 = -1;
+static long tf_sent;
+static int64_t *tf_send_times;
+static long tf_skipped, tf_snapshots, tf_other_events, tf_end_events, tf_first_mismatch;
+static long tf_count[2];          /* [0] patch, [1] state: events after the first */
+static double tf_bytes[2], tf_data[2];
+static int64_t tf_wire_bytes;
+
+static void tf_dispatch(struct tstream *c) {
+  if (c->ev_id < 0) { if (c->ev_kind == 'e') tf_end_events++; return; } /* comments, retry, end */
+  if (!c->ready) {
+    c->ready = 1;
+    c->first = c->best = c->ev_id;
+    return;
+  }
+  if (c->ev_kind == 'p' || c->ev_kind == 's') {
+    int i = c->ev_kind == 'p' ? 0 : 1;
+    tf_count[i]++;
+    tf_bytes[i] += (double)c->ev_bytes;
+    tf_data[i] += (double)c->ev_data;
+  } else tf_other_events++;
+  tf_snapshots += c->ev_snapshot;
+  long long v = c->ev_id;
+  if (v <= c->best) return;
+  if (tf_v0 >= 0) {
+    for (long long k = c->best - tf_v0 + 1; k <= v - tf_v0; k++)
+      if (k >= 1 && k <= tf_sent) add_sample(now_cached - tf_send_times[k]);
+    if (v - c->best > 1) tf_skipped += v - c->best - 1;
+  }
+  c->best = v;
+}
+
+static void tf_line(struct tstream *c) {
+  c->ev_bytes += c->line_len + 1;
+  size_t n = c->prefix_len;
+  const char *p = c->prefix;
+  if (c->line_len == 0) {
+    tf_dispatch(c);
+    c->ev_bytes = c->ev_data = 0;
+    c->ev_id = -1;
+    c->ev_kind = 0;
+    c->ev_snapshot = 0;
+  } else if (n >= 4 && !memcmp(p, "id: ", 4)) {
+    long long v = 0;
+    for (size_t i = 4; i < n && p[i] >= '0' && p[i] <= '9'; i++) v = v * 10 + (p[i] - '0');
+    c->ev_id = v;
+  } else if (n >= 8 && !memcmp(p, "event: ", 7)) {
+    c->ev_kind = p[7];
+  } else if (n >= 6 && !memcmp(p, "data: ", 6)) {
+    c->ev_data += c->line_len - 6;
+  } else if (n >= 10 && !memcmp(p, ": snapshot", 10)) {
+    c->ev_snapshot = 1;
+  }
+  c->line_len = c->prefix_len = 0;
+}
+
+/* SSE bytes, de-chunked. */
+static void tf_sse(struct tstream *c, const char *p, size_t n) {
+  while (n > 0) {
+    const char *q = memchr(p, '\n', n);
+    size_t seg = q ? (size_t)(q - p) : n;
+    if (c->prefix_len < sizeof c->prefix) {
+      size_t take = sizeof c->prefix - c->prefix_len;
+      if (take > seg) take = seg;
+      memcpy(c->prefix + c->prefix_len, p, take);
+      c->prefix_len += take;
+    }
+    c->line_len += seg;
+    if (!q) return;
+    tf_line(c);
+    p = q + 1;
+    n -= seg + 1;
+  }
+}
+
+/* Bytes off the socket: the response head, then the chunked body (or a plain one). */
+static void tf_bytes_in(struct tstream *c, const char *p, size_t n) {
+  if (!c->head_done) {
+    size_t take = sizeof c->head - 1 - c->head_len;
+    if (take > n) take = n;
+    memcpy(c->head + c->head_len, p, take);
+    c->head_len += take;
+    c->head[c->head_len] = 0;
+    char *end = strstr(c->head, "\r\n\r\n");
+    if (!end) {
+      if (c->head_len == sizeof c->head - 1) { fprintf(stderr, "todofanout: response head too long\n"); exit(1); }
+      return;
+    }
+    if (atoi(c->head + 9) != 200) { fprintf(stderr, "todofanout: stream status %d\n", atoi(c->head + 9)); exit(1); }
+    c->chunked = strcasestr(c->head, "transfer-encoding: chunked") != NULL;
+    c->head_done = 1;
+    c->in_digits = 1;
+    size_t used = (size_t)(end + 4 - c->head) - (c->head_len - take);
+    p += used;
+    n -= used;
+  }
+  if (!c->chunked) { tf_sse(c, p, n); return; }
+  while (n > 0) {
+    if (c->chunk_phase == 0) {
+      /* size line: hex digits, maybe extensions, CRLF */
+      const char *q = memchr(p, '\n', n);
+      size_t seg = q ? (size_t)(q - p) : n;
+      for (size_t i = 0; i < seg; i++) {
+        char ch = p[i];
+        if (!c->in_digits) continue; /* past the digits (an extension, or the CR) */
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0) c->in_digits = 0; else c->chunk_left = c->chunk_left * 16 + (size_t)d;
+      }
+      if (!q) return;
+      p = q + 1;
+      n -= seg + 1;
+      if (c->chunk_left == 0) { c->chunk_phase = 3; continue; } /* last chunk: the stream ends */
+      c->chunk_phase = 1;
+    } else if (c->chunk_phase == 1) {
+      size_t take = n < c->chunk_left ? n : c->chunk_left;
+      tf_sse(c, p, take);
+      p += take;
+      n -= take;
+      c->chunk_left -= take;
+      if (c->chunk_left == 0) c->chunk_phase = 2;
+    } else if (c->chunk_phase == 2) {
+      const char *q = memchr(p, '\n', n);
+      if (!q) return;
+      n -= (size_t)(q + 1 - p);
+      p = q + 1;
+      c->chunk_phase = 0;
+      c->in_digits = 1;
+    } else return;
+  }
+}
+
+static void tf_read(struct tstream *c, long *closed) {
+  for (;;) {
+    ssize_t n = read(c->fd, readbuf, READCAP);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) { (*closed)++; close(c->fd); c->fd = -1; return; }
+    now_cached = now_ns();
+    tf_wire_bytes += n;
+    tf_bytes_in(c, readbuf, (size_t)n);
+    if ((size_t)n < READCAP) return;
+  }
+}
+
+static int cmd_todofanout(int port, const char *id, long subscribers, int seconds, int interval_ms, const char *query,
+                          const char *ids_path, int pid) {
+  long n_tasks;
+  char **tasks = read_ids(ids_path, &n_tasks);
+  if (n_tasks == 0) { fprintf(stderr, "no task ids in %s\n", ids_path); return 1; }
+  if (!strcmp(query, "-")) query = "";
+  readbuf = malloc(READCAP);
+  int ep = epoll_create1(0);
+  struct tstream *streams = calloc((size_t)(subscribers > 0 ? subscribers : 1), sizeof *streams);
+  struct epoll_event events[512];
+  long closed = 0, ready = 0;
+  int64_t t0 = now_ns();
+  char req[512];
+  int rl = snprintf(req, sizeof req, "GET /reactors/%s/events%s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n", id, query);
+#define TF_POLL(timeout_ms)                                                                        \
+  do {                                                                                             \
+    int n_ = epoll_wait(ep, events, 512, (timeout_ms));                                            \
+    for (int e_ = 0; e_ < n_; e_++) {                                                              \
+      struct tstream *c_ = events[e_].data.ptr;                                                    \
+      if (c_->fd < 0) continue;                                                                    \
+      int was_ = c_->ready;                                                                        \
+      tf_read(c_, &closed);                                                                        \
+      ready += !was_ && c_->ready;                                                                 \
+    }                                                                                              \
+  } while (0)
+  for (long i = 0; i < subscribers; i++) {
+    struct tstream *c = &streams[i];
+    c->fd = connect_to(port, 0);
+    if (c->fd < 0) die("stream connect");
+    write_all(c->fd, req, (size_t)rl);
+    fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+    c->ev_id = -1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+    if (i % 100 == 99) TF_POLL(0); /* let the server keep up with the accepts */
+  }
+  int64_t deadline = now_ns() + 60000000000LL;
+  while (ready < subscribers - closed && now_ns() < deadline) TF_POLL(10);
+  double connect_s = (now_ns() - t0) / 1e9;
+  for (long i = 0; i < subscribers; i++) if (streams[i].ready && streams[i].first > tf_v0) tf_v0 = streams[i].first;
+  for (long i = 0; i < subscribers; i++) if (streams[i].ready && streams[i].first != tf_v0) tf_first_mismatch++;
+  if (tf_v0 < 0) tf_v0 = 0; /* no streams: versions are not followed */
+  memset(tf_count, 0, sizeof tf_count);
+  memset(tf_bytes, 0, sizeof tf_bytes);
+  memset(tf_data, 0, sizeof tf_data);
+  tf_wire_bytes = 0;
+  tf_snapshots = 0;
+
+  /* The poster: one keep-alive connection, non-blocking, so streams are read while it waits. */
+  struct conn poster = {.kind = 1};
+  poster.fd = connect_to(port, 0);
+  if (poster.fd < 0) die("poster connect");
+  fcntl(poster.fd, F_SETFL, fcntl(poster.fd, F_GETFL) | O_NONBLOCK);
+  struct epoll_event pev = {.events = EPOLLIN, .data.ptr = &poster};
+  epoll_ctl(ep, EPOLL_CTL_ADD, poster.fd, &pev);
+  long total = (long)seconds * 1000 / interval_ms, answered = 0, late = 0;
+  tf_send_times = calloc((size_t)total + 2, sizeof *tf_send_times);
+  double cpu0, cpu1;
+  long rss0, rss1, rss_max = 0;
+  struct timespec cpu_self0, cpu_self1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_self0);
+  proc_usage(pid, &cpu0, &rss0);
+  n_samples = 0;
+  int64_t start = now_ns();
+  int64_t last_sent = 0;
+  for (;;) {
+    int64_t t = now_ns();
+    if (tf_sent < total && !poster.busy && t >= start + tf_sent * (int64_t)interval_ms * 1000000LL) {
+      long k = tf_sent + 1;
+      const char *task = tasks[(k - 1) % n_tasks];
+      char body[256], post[768];
+      int bl = snprintf(body, sizeof body, "{\"toggle\":{\"id\":\"%s\"}}", task);
+      int pl = snprintf(post, sizeof post, "POST /reactors/%s/actions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        "Content-Length: %d\r\n\r\n%s", id, bl, body);
+      if (t - (start + tf_sent * (int64_t)interval_ms * 1000000LL) > 1000000) late++;
+      tf_send_times[k] = last_sent = now_ns();
+      tf_sent = k;
+      poster.busy = 1;
+      write_all(poster.fd, post, (size_t)pl);
+      if (k % 10 == 0) { double c; long r; proc_usage(pid, &c, &r); if (r > rss_max) rss_max = r; }
+      continue;
+    }
+    if (tf_sent == total && !poster.busy) {
+      /* Done once every open stream has the last version, or 10 s after the last toggle. */
+      long behind = 0;
+      for (long i = 0; i < subscribers; i++) behind += streams[i].fd >= 0 && streams[i].best < tf_v0 + total;
+      if (behind == 0 || t - last_sent > 10000000000LL) break;
+    }
+    int64_t wait_ns = 1000000; /* at most 1 ms between checks once the toggles are sent */
+    if (tf_sent < total && !poster.busy) wait_ns = start + tf_sent * (int64_t)interval_ms * 1000000LL - t;
+    int n = wait_events(ep, events, 512, wait_ns);
+    for (int e = 0; e < n; e++) {
+      void *ptr = events[e].data.ptr;
+      if (ptr == &poster) { if (poster_read(&poster)) answered++; continue; }
+      struct tstream *c = ptr;
+      if (c->fd >= 0) tf_read(c, &closed);
+    }
+  }
+  double window = (now_ns() - start) / 1e9;
+  proc_usage(pid, &cpu1, &rss1);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_self1);
+  if (rss1 > rss_max) rss_max = rss1;
+  long with_last = 0;
+  long long last_version = -1;
+  for (long i = 0; i < subscribers; i++) {
+    with_last += streams[i].fd >= 0 && streams[i].best == tf_v0 + total;
+    if (streams[i].best > last_version) last_version = streams[i].best;
+  }
+  double self_cpu = (cpu_self1.tv_sec - cpu_self0.tv_sec) + (cpu_self1.tv_nsec - cpu_self0.tv_nsec) / 1e9;
+  long events_all = tf_count[0] + tf_count[1];
+  printf("result todofanout_meta subscribers=%ld connect_s=%.1f toggles=%ld answered=%ld late_over_1ms=%ld v0=%lld "
+         "last_version=%lld first_mismatch=%ld streams_closed=%ld skipped=%ld snapshots=%ld with_last=%ld window_s=%.2f "
+         "server_cpu_s=%.3f server_cpu_us_per_action=%.1f server_cpu_pct=%.1f server_rss_mib=%.1f client_cpu_pct=%.1f\n",
+         subscribers, connect_s, total, answered, late, tf_v0, last_version, tf_first_mismatch, closed, tf_skipped,
+         tf_snapshots, with_last, window, cpu1 - cpu0, total > 0 ? 1e6 * (cpu1 - cpu0) / (double)total : 0.0,
+         pid > 0 ? 100.0 * (cpu1 - cpu0) / window : 0.0, rss_max / 1024.0, 100.0 * self_cpu / window);
+  printf("result todofanout_events patch=%ld patch_bytes=%.1f patch_data_bytes=%.1f state=%ld state_bytes=%.1f "
+         "state_data_bytes=%.1f other=%ld end=%ld wire_bytes_per_event=%.1f\n",
+         tf_count[0], tf_count[0] ? tf_bytes[0] / tf_count[0] : 0.0, tf_count[0] ? tf_data[0] / tf_count[0] : 0.0,
+         tf_count[1], tf_count[1] ? tf_bytes[1] / tf_count[1] : 0.0, tf_count[1] ? tf_data[1] / tf_count[1] : 0.0,
+         tf_other_events, tf_end_events, events_all ? (double)tf_wire_bytes / events_all : 0.0);
+  report_latency("todofanout", samples, n_samples);
+  for (long i = 0; i < subscribers; i++) if (streams[i].fd >= 0) close(streams[i].fd);
+  close(poster.fd);
+  return 0;
+#undef TF_POLL
+}
+
 /* ---------------------------------------------------------------- cold start */
 
 static int cmd_coldstart(int port, int runs, char **argv) {
@@ -629,6 +933,9 @@ int main(int argc, char **argv) {
     return cmd_latency(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]));
   if (argc >= 7 && !strcmp(argv[1], "fanout"))
     return cmd_fanout(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]), argc > 7 ? atoi(argv[7]) : 0);
+  if (argc >= 9 && !strcmp(argv[1], "todofanout"))
+    return cmd_todofanout(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]), argv[7], argv[8],
+                          argc > 9 ? atoi(argv[9]) : 0);
   if (argc >= 6 && !strcmp(argv[1], "idle")) return cmd_idle(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]));
   if (argc >= 6 && !strcmp(argv[1], "coldstart") && !strcmp(argv[4], "--"))
     return cmd_coldstart(atoi(argv[2]), atoi(argv[3]), argv + 5);
