@@ -17,9 +17,13 @@ extension Reactor {
     /// Sends an action unless the reactor is stalled (see ``isStalled``) or disposed; then
     /// returns `nil` and queues nothing, since an action queued behind a stalled turn may never be
     /// applied. A receipt means a live reactor took the action. For hosts; authors use ``send(_:)``.
+    ///
+    /// `whenAccepted` hears the action's sequence as it is taken, before anything can apply it:
+    /// a host records the action there, so that its record always precedes what it produces.
+    /// It runs under the runtime's lock: it must be quick and must not call into the reactor.
     @inlinable
-    package func sendUnlessStalled(_ action: Action) -> ActionReceipt? {
-        runtime.send(action, reactor: self, refuseWhenStalled: true)
+    package func sendUnlessStalled(_ action: Action, whenAccepted: (UInt64) -> Void = { _ in }) -> ActionReceipt? {
+        runtime.send(action, reactor: self, refuseWhenStalled: true, whenAccepted: whenAccepted)
     }
 
     /// Has `executor`'s threads apply this reactor's actions and mutations from now on,

@@ -45,7 +45,8 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     /// `enqueue` compiled for the reactor's type, for the same reason as `drainSpecialized`.
     @usableFromInline let enqueueSpecialized: @Sendable (_ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
-                                                          _ refuseWhenStalled: Bool) -> ActionReceipt?
+                                                          _ refuseWhenStalled: Bool,
+                                                          _ whenAccepted: (UInt64) -> Void) -> ActionReceipt?
 
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
     @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: any ActionExecutor) -> Void
@@ -61,8 +62,8 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
             return drain.run(batchLimit: batchLimit)
         }
-        enqueueSpecialized = { runtime, action, reactor, refuseWhenStalled in
-            runtime.enqueue(action, reactor: reactor, refuseWhenStalled: refuseWhenStalled)
+        enqueueSpecialized = { runtime, action, reactor, refuseWhenStalled, whenAccepted in
+            runtime.enqueue(action, reactor: reactor, refuseWhenStalled: refuseWhenStalled, whenAccepted: whenAccepted)
         }
     }
 
@@ -197,12 +198,16 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     /// The hot path: enqueue, and drain (or have the pool drain) if nobody else does.
     /// Returns `nil`, queuing nothing, when `refuseWhenStalled` and the reactor is stalled.
-    @inlinable func send(_ action: R.Action, reactor: R, refuseWhenStalled: Bool = false) -> ActionReceipt? {
-        enqueueSpecialized(self, action, reactor, refuseWhenStalled)
+    /// `whenAccepted` hears the action's sequence once it is taken, before anything can apply it
+    /// (under the runtime's lock: it must be quick and must not call into the reactor).
+    @inlinable func send(_ action: R.Action, reactor: R, refuseWhenStalled: Bool = false,
+                         whenAccepted: (UInt64) -> Void = { _ in }) -> ActionReceipt? {
+        enqueueSpecialized(self, action, reactor, refuseWhenStalled, whenAccepted)
     }
 
     /// `send`'s work, reached through `enqueueSpecialized`.
-    @inlinable func enqueue(_ action: R.Action, reactor: R, refuseWhenStalled: Bool) -> ActionReceipt? {
+    @inlinable func enqueue(_ action: R.Action, reactor: R, refuseWhenStalled: Bool,
+                            whenAccepted: (UInt64) -> Void) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
         let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
@@ -212,6 +217,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             shared.nextSequence += 1
             let sequence = shared.nextSequence
             if shared.isDisposed { return (sequence, .none) }
+            whenAccepted(sequence)
             if shared.isStubEnabled {
                 shared.stubActions.append(action)
                 shared.enqueueOrMarkProcessed(.skipped(sequence: sequence), sequence: sequence)

@@ -203,7 +203,9 @@ public final class PostgresSessionStore: SessionStore {
         // so that no other node can claim it in between.
         var epochs: [String: Int64] = [:]
         if !fenced.isEmpty {
-            let rows = try connection.run("SELECT id, epoch FROM reactor_sessions WHERE id = ANY(\(fenced)) FOR UPDATE",
+            // Locked in id order, as every statement here that locks several rows does, so that two
+            // of them never wait on each other (a deadlock).
+            let rows = try connection.run("SELECT id, epoch FROM reactor_sessions WHERE id = ANY(\(fenced)) ORDER BY id FOR UPDATE",
                                           logger: logger).rows
             for row in rows {
                 let (id, epoch) = try row.decode((String, Int64).self)
@@ -297,10 +299,11 @@ public final class PostgresSessionStore: SessionStore {
         return try writer.run { connection -> [String] in
             // Not those another node serves: its lease is live, and it keeps their activity.
             let result = try connection.run("""
-                WITH gone AS (
-                    DELETE FROM reactor_sessions
+                WITH doomed AS (
+                    SELECT id FROM reactor_sessions
                     WHERE last_activity < \(cutoff) AND (lease_until IS NULL OR lease_until < now()) AND NOT (id = ANY(\(live)))
-                    RETURNING id),
+                    ORDER BY id FOR UPDATE SKIP LOCKED),
+                gone AS (DELETE FROM reactor_sessions WHERE id IN (SELECT id FROM doomed) RETURNING id),
                 history AS (DELETE FROM reactor_history WHERE id IN (SELECT id FROM gone)),
                 actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone))
                 SELECT id FROM gone
@@ -410,10 +413,14 @@ public final class PostgresSessionStore: SessionStore {
         let lease = leaseSeconds
         do {
             let renewed = try renewer.run { connection -> Set<String> in
+                // The rows locked in id order first, as a commit locks them.
                 let rows = try connection.run("""
+                    WITH held AS (
+                        SELECT s.id FROM reactor_sessions AS s
+                        JOIN unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch) ON s.id = c.id AND s.epoch = c.epoch
+                        WHERE s.owner = \(node) ORDER BY s.id FOR UPDATE OF s)
                     UPDATE reactor_sessions AS s SET lease_until = now() + make_interval(secs => \(lease))
-                    FROM unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch)
-                    WHERE s.id = c.id AND s.epoch = c.epoch AND s.owner = \(node)
+                    FROM held WHERE s.id = held.id
                     RETURNING s.id
                     """, logger: logger).rows
                 return Set(try rows.map { try $0.decode(String.self) })

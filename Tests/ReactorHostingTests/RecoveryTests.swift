@@ -185,6 +185,32 @@ import Testing
         #expect(try store.load(id: id)?.pendingActions.isEmpty == true)
     }
 
+    @Test func anActionsRecordReachesTheStoreBeforeAnythingItProduced() async throws {
+        // Applied on the sending thread (no reactor threads), the action produces its first
+        // states before `send` returns: its record must still be queued ahead of them, or a
+        // failed commit of the record could leave its effect stored though the action was refused.
+        let recording = RecordingStore(store)
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = recording
+        configuration.reactorThreads = 0
+        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                               errorEvent: { _ in [] })
+        defer { host.shutdown() }
+        let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
+        let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
+        _ = try await settledState(host, instance.id, after: [receipt.sequence])
+        let writes = recording.writes
+        let accepted = try #require(writes.firstIndex {
+            if case .accept(_, let seq, _) = $0 { seq == receipt.sequence } else { false }
+        })
+        let produced = try #require(writes.firstIndex {
+            if case .version(_, _, _, _, let producedBy, _) = $0 { producedBy == receipt.sequence } else { false }
+        })
+        #expect(accepted < produced)
+    }
+
     @Test func deletedStaysDeletedAndUnknownIdsAreNotFound() throws {
         let host = makeHost()
         defer { host.shutdown() }
@@ -254,6 +280,28 @@ private final class SlowLoads: SessionStore {
     }
 
     func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
+    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
+        try store.deleteIdle(before: cutoff, excluding: excluding)
+    }
+    func close() { store.close() }
+}
+
+/// A store that keeps every write it commits, in order.
+private final class RecordingStore: SessionStore {
+    private let store: InMemorySessionStore
+    private let committed = Locked<[SessionWrite]>([])
+
+    init(_ store: InMemorySessionStore) { self.store = store }
+
+    var writes: [SessionWrite] { committed.withLock { $0 } }
+
+    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
+        committed.withLock { $0 += writes }
+        return try store.commit(writes)
+    }
+
+    func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
     func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
     func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         try store.deleteIdle(before: cutoff, excluding: excluding)

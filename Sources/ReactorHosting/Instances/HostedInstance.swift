@@ -207,18 +207,25 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         if let committer = context.committer, let error = committer.lastError {
             throw HostingError.storeUnavailable(error.message)
         }
-        guard let receipt = reactor.sendUnlessStalled(action) else {
+        // The action's record is queued for the store as the reactor takes it, before anything
+        // can apply it: what the action produces is never committed ahead of its record, so an
+        // action whose record fails to commit (and is refused) has left nothing in the store.
+        var ticket: CommitTicket?
+        let committer = context.committer
+        let id = self.id
+        let taken = reactor.sendUnlessStalled(action) { sequence in
+            ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON))
+        }
+        guard let receipt = taken else {
             // Left memory (passivated, handed over) as this request held it: nothing was applied;
             // the caller looks the instance up again, which brings it back from the store.
             if reactor.isDisposed { throw HostingError.instanceEnded }
             let (seconds, attoseconds) = context.stallTimeout.components
             throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
-        guard let committer = context.committer else { return (receipt, nil) }
         // Taken by a live reactor: stored even if the instance leaves memory now. Its next
         // activation applies it once (it had not started) or hands it to the recovery hook (it
         // was cut off), so it is never applied twice by a retry.
-        let ticket = committer.enqueueAcknowledged(.accept(id: id, seq: receipt.sequence, action: actionJSON))
         settleWhenDone(receipt)
         return (receipt, ticket)
     }

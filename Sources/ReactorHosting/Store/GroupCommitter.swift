@@ -42,6 +42,9 @@ package final class GroupCommitter: Sendable {
         var isStopping = false
         var lastError: SessionStoreError?
         var failedAt: UInt64 = 0
+        /// Sessions whose instances are being dropped after a failed or overtaken commit: their
+        /// writes are refused meanwhile (see `drop`).
+        var fenced: Set<String> = []
     }
 
     private let store: any SessionStore
@@ -112,13 +115,15 @@ package final class GroupCommitter: Sendable {
     /// Queues `write`; `completion` hears of its commit once it happened when `awaitingCommit`,
     /// else ``CommitOutcome/committed`` at once.
     private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) {
-        let signal = queue.withLock { queue -> Bool in
+        let (signal, refused) = queue.withLock { queue -> (Bool, Bool) in
+            if queue.fenced.contains(write.instanceID) { return (false, true) }
             queue.writes.append(write)
-            guard awaitingCommit else { return false }
+            guard awaitingCommit else { return (false, false) }
             if let completion { queue.completions.append((write.instanceID, completion)) }
-            return wakeIfSleeping(&queue)
+            return (wakeIfSleeping(&queue), false)
         }
         if signal { wake.signal() }
+        if refused { return completion?(.failed) ?? () }
         if !awaitingCommit { completion?(.committed) }
     }
 
@@ -196,7 +201,7 @@ package final class GroupCommitter: Sendable {
     private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
         do {
             let stale = try store.commit(writes)
-            if !stale.isEmpty { staleWriters(stale) }
+            if !stale.isEmpty { drop(stale, outcome: .overtaken, by: staleWriters) }
             let recovered = queue.withLock { queue -> Bool in
                 defer { queue.lastError = nil }
                 return queue.lastError != nil
@@ -215,9 +220,30 @@ package final class GroupCommitter: Sendable {
                 logger.error("session store commit failed: the batch was not acknowledged; new work is refused for a while",
                              metadata: ["error": "\(error)", "writes": "\(writes.count)"])
             }
-            failedInstances(Set(writes.map(\.instanceID)))
+            drop(Set(writes.map(\.instanceID)), outcome: .failed, by: failedInstances)
             return (false, [])
         }
+    }
+
+    /// Has the instances of `ids` dropped by `dropping`, with nothing more of theirs committed:
+    /// the writes they queued after the batch that failed (a version of an action whose record
+    /// was in it) are taken out of the queue and fail, and their writes are refused until they
+    /// have left memory. Otherwise a refused action's effect could still reach the store.
+    private func drop(_ ids: Set<String>, outcome: CommitOutcome, by dropping: @Sendable (Set<String>) -> Void) {
+        let purged = queue.withLock { queue -> [@Sendable (CommitOutcome) -> Void] in
+            queue.fenced.formUnion(ids)
+            queue.writes.removeAll { ids.contains($0.instanceID) }
+            var purged: [@Sendable (CommitOutcome) -> Void] = []
+            queue.completions.removeAll { completion in
+                guard let id = completion.id, ids.contains(id) else { return false }
+                purged.append(completion.body)
+                return true
+            }
+            return purged
+        }
+        for completion in purged { completion(outcome) }
+        dropping(ids)
+        queue.withLock { $0.fenced.subtract(ids) }
     }
 }
 
