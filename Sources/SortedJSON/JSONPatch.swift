@@ -103,7 +103,8 @@ private struct JSONParser {
                 return JSONNode(kind: .array(elements), range: start..<offset)
             }
         case UInt8(ascii: "\""):
-            guard string() != nil else { return nil }
+            // A value's text is compared as bytes, never read: checked, not decoded.
+            guard skipString() else { return nil }
             return JSONNode(kind: .scalar, range: start..<offset)
         default:
             // A number, true, false or null: the run of characters that can spell one.
@@ -125,6 +126,25 @@ private struct JSONParser {
         }
         guard let first = text.first, first == UInt8(ascii: "-") || (0x30...0x39).contains(first) else { return false }
         return Double(String(decoding: text, as: UTF8.self)) != nil
+    }
+
+    /// Moves past a well-formed string at the offset; false when there is none.
+    mutating func skipString() -> Bool {
+        guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { return false }
+        let start = offset
+        offset += 1
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            offset += 1
+            if byte == UInt8(ascii: "\"") { return true }
+            if byte == UInt8(ascii: "\\") {
+                // A string with escapes is checked by decoding it (rare in states).
+                offset = start
+                return string() != nil
+            }
+            guard byte >= 0x20 else { return false }
+        }
+        return false
     }
 
     /// A string at the offset, decoded; nil when there is none or it is malformed.
@@ -176,6 +196,15 @@ private struct JSONParser {
               let value = UInt32(String(decoding: bytes[offset..<offset + 4], as: UTF8.self), radix: 16) else { return nil }
         offset += 4
         return value
+    }
+}
+
+/// The bytes of an array element's `id` value, hashed in one go.
+private struct ElementID: Hashable {
+    let bytes: [UInt8]
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }
 
@@ -246,11 +275,16 @@ private struct PatchWriter {
     /// The kept elements of the longest run already in the new order stay where they are; only
     /// the others move (an element in the way of its position is first moved to the end, once),
     /// so a swap of two elements is a few moves whatever the array's length.
-    private mutating func diffKeyedArrays(_ before: [JSONNode], _ beforeKeys: [[UInt8]],
-                                          _ after: [JSONNode], _ afterKeys: [[UInt8]], path: [String]) {
-        var newIndex: [[UInt8]: Int] = [:]
+    private mutating func diffKeyedArrays(_ before: [JSONNode], _ beforeKeys: [ElementID],
+                                          _ after: [JSONNode], _ afterKeys: [ElementID], path: [String]) {
+        if beforeKeys == afterKeys {
+            // The same elements in the same order (a field of one changed): each patched in place.
+            for index in 0..<after.count { diff(before[index], after[index], path: path + [String(index)]) }
+            return
+        }
+        var newIndex: [ElementID: Int] = [:]
         for (index, key) in afterKeys.enumerated() { newIndex[key] = index }
-        var working: [(key: [UInt8], node: JSONNode)] = []
+        var working: [(key: ElementID, node: JSONNode)] = []
         for index in (0..<before.count).reversed() where newIndex[beforeKeys[index]] == nil {
             operation("remove", path: path + [String(index)])
         }
@@ -258,9 +292,9 @@ private struct PatchWriter {
             working.append((beforeKeys[index], before[index]))
         }
         let staying = Self.longestIncreasingRun(working.map { newIndex[$0.key]! })
-        var stays = Set<[UInt8]>()
+        var stays = Set<ElementID>()
         for position in staying { stays.insert(working[position].key) }
-        var parked = Set<[UInt8]>()
+        var parked = Set<ElementID>()
         for index in 0..<after.count {
             let key = afterKeys[index]
             // A moving element that belongs further on: out of the way, to the end.
@@ -308,13 +342,13 @@ private struct PatchWriter {
 
     /// The bytes of each element's `id` value, when every element is an object with one and no
     /// two are equal; nil otherwise.
-    private static func ids(_ elements: [JSONNode], in document: [UInt8]) -> [[UInt8]]? {
+    private static func ids(_ elements: [JSONNode], in document: [UInt8]) -> [ElementID]? {
         guard !elements.isEmpty else { return nil }
-        var ids: [[UInt8]] = []
+        var ids: [ElementID] = []
         ids.reserveCapacity(elements.count)
         for element in elements {
             guard case .object(let members) = element.kind, let id = members.first(where: { $0.key == "id" }) else { return nil }
-            ids.append(Array(document[id.value.range]))
+            ids.append(ElementID(bytes: Array(document[id.value.range])))
         }
         return Set(ids).count == ids.count ? ids : nil
     }

@@ -25,9 +25,13 @@ extension VersionedState {
     fileprivate func framedPatch(from previous: any VersionedState, json: [UInt8], cache: borrowing SetOnceReference<FramedPatch>,
                                  by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]) -> [UInt8]? {
         if let cached = cache.load() { return cached.bytes }
-        let patch = JSONPatch.diff(from: previous.json, to: json)
-        let framed = patch.flatMap { $0.count > json.count ? nil : frame(version, $0) }
-        return cache.storeIfNil(FramedPatch(framed)).bytes
+        // Computed by one reader while the others wait: a diff costs far more than the wait.
+        return patchComputation[Int(bitPattern: UInt(bitPattern: ObjectIdentifier(self).hashValue) % 64)].withLock { _ in
+            if let cached = cache.load() { return cached.bytes }
+            let patch = JSONPatch.diff(from: previous.json, to: json)
+            let framed = patch.flatMap { $0.count > json.count ? nil : frame(version, $0) }
+            return cache.storeIfNil(FramedPatch(framed)).bytes
+        }
     }
 }
 
@@ -95,6 +99,11 @@ final class FramedBytes: Sendable {
         self.bytes = bytes
     }
 }
+
+/// Serialises the computation of each patch, so it is computed once even when the streams of
+/// several event loops ask for it at the same moment; striped by state, so instances do not wait
+/// on each other.
+private let patchComputation = (0..<64).map { _ in Locked(()) }
 
 /// A state's patch from the version before, as framed for the wire; nil when the patch would be
 /// larger than the state.
