@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import MicroHTTP
 
 /// The process families Prometheus client libraries export (`process_cpu_seconds_total`,
 /// `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`,
@@ -92,20 +93,7 @@ enum ProcessMetrics {
     }
 
     /// A small file of `/proc` as text.
-    private static func readFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    private static func readFile(_ path: String) -> String? { readSystemFile(path) }
 }
 
 private extension Substring {
