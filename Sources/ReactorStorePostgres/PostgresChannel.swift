@@ -31,9 +31,7 @@ public final class PostgresChannel: ClusterChannel {
                      "a channel name is lower-case letters, digits and underscores")
         self.name = name
         self.logger = logger
-        self.configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user,
-            password: location.password, database: location.database, tls: .disable)
+        self.configuration = location.connectionConfiguration
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         do {
             try connectAndListen().wait()

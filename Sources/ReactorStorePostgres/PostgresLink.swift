@@ -65,12 +65,10 @@ final class PostgresLink: Sendable {
     }
 
     private func connect() throws -> PostgresConnection {
-        let configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.user,
-            password: location.password, database: location.database, tls: .disable)
         let id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         return try PostgresConnection.connect(
-            on: PostgresConnection.defaultEventLoopGroup.any(), configuration: configuration, id: id, logger: logger
+            on: PostgresConnection.defaultEventLoopGroup.any(), configuration: location.connectionConfiguration,
+            id: id, logger: logger
         ).wait()
     }
 

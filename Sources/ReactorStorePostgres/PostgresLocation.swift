@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 
 /// Where a PostgreSQL session store is: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`
 /// (`postgresql://` too; the port defaults to 5432).
@@ -35,4 +36,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// The location without its password, as messages and logs name it.
     public var description: String { "postgres://\(user)@\(host):\(port)/\(database)" }
+
+    /// How PostgresNIO connects there (no TLS: the database is on the nodes' own network).
+    var connectionConfiguration: PostgresConnection.Configuration {
+        PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
+                                         database: database, tls: .disable)
+    }
 }

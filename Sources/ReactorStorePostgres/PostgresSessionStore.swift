@@ -98,10 +98,6 @@ public final class PostgresSessionStore: SessionStore {
         lostHandler.withLock { $0 = handler }
     }
 
-    private var leaseSeconds: Double {
-        Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
-    }
-
     // MARK: - Schema
 
     /// Creates the tables in a new database, or checks that an existing one is a session store
@@ -317,7 +313,7 @@ public final class PostgresSessionStore: SessionStore {
     /// Loads the session and claims it for this node.
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
         let logger = self.logger
-        let lease = leaseSeconds
+        let lease = self.lease.timeInterval
         let loaded = try reader.run { connection -> (StoredSession, Int64)?? in
             try connection.run("BEGIN", logger: logger)
             do {
@@ -410,7 +406,7 @@ public final class PostgresSessionStore: SessionStore {
         let ids = Array(held.keys)
         let epochs = ids.map { held[$0]! }
         let logger = self.logger
-        let lease = leaseSeconds
+        let lease = self.lease.timeInterval
         do {
             let renewed = try renewer.run { connection -> Set<String> in
                 // The rows locked in id order first, as a commit locks them.
@@ -460,7 +456,7 @@ final class LeaseKeeper: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     init(period: Duration, renew: @escaping @Sendable () -> Void) {
-        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
+        let seconds = period.timeInterval
         var error: Int32 = 0
         guard let thread = startThread({ [stopping, stopped] in
             while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }

@@ -77,12 +77,8 @@ private struct JSONParser {
                 offset += 1
                 guard let member = value(depth: depth + 1) else { return nil }
                 members.append((key, member))
-                skipSpaces()
-                guard offset < bytes.count else { return nil }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                guard bytes[offset] == UInt8(ascii: "}") else { return nil }
-                offset += 1
-                return JSONNode(kind: .object(members), range: start..<offset)
+                guard let more = separator(closing: UInt8(ascii: "}")) else { return nil }
+                if !more { return JSONNode(kind: .object(members), range: start..<offset) }
             }
         case UInt8(ascii: "["):
             offset += 1
@@ -95,12 +91,8 @@ private struct JSONParser {
             while true {
                 guard let element = value(depth: depth + 1) else { return nil }
                 elements.append(element)
-                skipSpaces()
-                guard offset < bytes.count else { return nil }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                guard bytes[offset] == UInt8(ascii: "]") else { return nil }
-                offset += 1
-                return JSONNode(kind: .array(elements), range: start..<offset)
+                guard let more = separator(closing: UInt8(ascii: "]")) else { return nil }
+                if !more { return JSONNode(kind: .array(elements), range: start..<offset) }
             }
         case UInt8(ascii: "\""):
             // A value's text is compared as bytes, never read: checked, not decoded.
@@ -113,6 +105,15 @@ private struct JSONParser {
             guard !text.isEmpty, Self.isLiteralOrNumber(text) else { return nil }
             return JSONNode(kind: .scalar, range: start..<offset)
         }
+    }
+
+    /// After a member or element: moves past a comma (true: another follows) or `closing` (false:
+    /// the container ends); nil for anything else.
+    private mutating func separator(closing: UInt8) -> Bool? {
+        skipSpaces()
+        guard offset < bytes.count, bytes[offset] == UInt8(ascii: ",") || bytes[offset] == closing else { return nil }
+        offset += 1
+        return bytes[offset - 1] == UInt8(ascii: ",")
     }
 
     private static func isScalarCharacter(_ byte: UInt8) -> Bool {

@@ -25,12 +25,17 @@ struct PostgresSessionStoreTests {
         try PostgresSessionStore(location: location, node: name, lease: lease, historyCapacity: historyCapacity)
     }
 
+    /// A connection of the test's own to `database` (the test database by default).
+    private func connect(to database: String? = nil) async throws -> PostgresConnection {
+        var target = location
+        if let database { target.database = database }
+        return try await PostgresConnection.connect(configuration: target.connectionConfiguration, id: 1,
+                                                    logger: Logger(label: "test"))
+    }
+
     /// Runs `sql` on its own connection, as an operator (or a lapsed clock) would.
     private func execute(_ sql: String) async throws {
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: location.host, port: location.port, username: location.user,
-                                 password: location.password, database: location.database, tls: .disable),
-            id: 1, logger: Logger(label: "test"))
+        let connection = try await connect()
         do {
             try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test"))
         } catch {
@@ -181,10 +186,7 @@ struct PostgresSessionStoreTests {
         try await execute("CREATE DATABASE \(database)")
         var elsewhere = location
         elsewhere.database = database
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: location.host, port: location.port, username: location.user,
-                                 password: nil, database: database, tls: .disable),
-            id: 2, logger: Logger(label: "test"))
+        let connection = try await connect(to: database)
         try await connection.query("CREATE TABLE reactor_meta(key text PRIMARY KEY, value text NOT NULL)", logger: Logger(label: "test"))
         try await connection.query("INSERT INTO reactor_meta VALUES ('application', 'something else')", logger: Logger(label: "test"))
         do {
@@ -205,10 +207,7 @@ struct PostgresSessionStoreTests {
         var newer = location
         newer.database = database
         try PostgresSessionStore(location: newer, node: "a", lease: .seconds(10), historyCapacity: 4).close()
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: location.host, port: location.port, username: location.user,
-                                 password: nil, database: database, tls: .disable),
-            id: 3, logger: Logger(label: "test"))
+        let connection = try await connect(to: database)
         try await connection.query("UPDATE reactor_meta SET value = '99' WHERE key = 'schema'", logger: Logger(label: "test"))
         try await connection.close()
         do {

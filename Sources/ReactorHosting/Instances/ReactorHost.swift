@@ -314,14 +314,7 @@ package final class ReactorHost: Sendable {
     package func handOff() {
         guard let committer, configuration.store?.isShared == true else { return }
         handingOff.store(true, ordering: .relaxed)
-        let leaving = table.removeAll()
-        waitUntilSettled(leaving)
-        let wallClock = configuration.wallClock()
-        for instance in leaving {
-            instance.dispose(nil)
-            committer.enqueue(.touch(id: instance.id, lastActivity: wallClock))
-            committer.enqueue(.release(id: instance.id))
-        }
+        let leaving = takeAllOutOfMemory(endingStreams: nil)
         let committed = DispatchSemaphore(value: 0)
         committer.afterCommit { committed.signal() }
         committed.wait()
@@ -345,17 +338,25 @@ package final class ReactorHost: Sendable {
         }
     }
 
-    /// Lets the actions in flight settle (for at most ``handOverSettleLimit``), ends every
-    /// instance's streams, commits what is queued, and stops the threads.
-    package func shutdown() {
-        let remaining = table.removeAll()
-        waitUntilSettled(remaining)
+    /// Takes every instance out of memory: lets the actions in flight settle (for at most
+    /// ``handOverSettleLimit``), disposes them (ending their streams with `reason`, if any) and
+    /// queues their last activity and release for the store. Returns them.
+    private func takeAllOutOfMemory(endingStreams reason: StreamEndReason?) -> [any HostedInstance] {
+        let instances = table.removeAll()
+        waitUntilSettled(instances)
         let wallClock = configuration.wallClock()
-        for instance in remaining {
-            instance.dispose(.shutdown)
+        for instance in instances {
+            instance.dispose(reason)
             committer?.enqueue(.touch(id: instance.id, lastActivity: wallClock))
             committer?.enqueue(.release(id: instance.id))
         }
+        return instances
+    }
+
+    /// Lets the actions in flight settle (for at most ``handOverSettleLimit``), ends every
+    /// instance's streams, commits what is queued, and stops the threads.
+    package func shutdown() {
+        _ = takeAllOutOfMemory(endingStreams: .shutdown)
         drainPool?.shutdown()
         committer?.stop()
         configuration.store?.close()

@@ -248,8 +248,8 @@ package final class GroupCommitter: Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds, as Dispatch takes it.
-    var timeInterval: Double {
+    /// The duration in seconds, as Dispatch and SQL intervals take it.
+    package var timeInterval: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
