@@ -25,6 +25,24 @@ struct PostgresSessionStoreTests {
         try PostgresSessionStore(location: location, node: name, lease: lease, historyCapacity: historyCapacity)
     }
 
+    /// Two new counters, both claimed by `store`.
+    private func twoCountersClaimed(by store: PostgresSessionStore) throws -> (String, String) {
+        let (first, second) = (newID(), newID())
+        _ = try store.commit([.create(id: first, type: "counter", state: bytes("0"), lastActivity: 0),
+                              .create(id: second, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try store.load(id: first)
+        _ = try store.load(id: second)
+        return (first, second)
+    }
+
+    /// Polls `condition` (a store thread reports to it) until it holds or 10 s have passed.
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// A connection of the test's own to `database` (the test database by default).
     private func connect(to database: String? = nil) async throws -> PostgresConnection {
         var target = location
@@ -103,11 +121,7 @@ struct PostgresSessionStoreTests {
     @Test func aNodeWhoseSessionWasClaimedElsewhereWritesNothingOfIt() async throws {
         let (a, b) = (try node("a"), try node("b"))
         defer { a.close(); b.close() }
-        let (id, other) = (newID(), newID())
-        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0),
-                          .create(id: other, type: "counter", state: bytes("0"), lastActivity: 0)])
-        _ = try a.load(id: id)
-        _ = try a.load(id: other)
+        let (id, other) = try twoCountersClaimed(by: a)
         // a's lease on `id` lapses (a paused process, a partition), and b claims it.
         try await execute("UPDATE reactor_sessions SET lease_until = now() - interval '1 second' WHERE id = '\(id)'")
         #expect(try b.load(id: id)?.version == 0)
@@ -132,18 +146,11 @@ struct PostgresSessionStoreTests {
         let a = try node("a", lease: .milliseconds(600))
         defer { a.close() }
         a.onOwnershipLost { ids in lost.withLock { $0.formUnion(ids) } }
-        let (id, kept) = (newID(), newID())
-        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0),
-                          .create(id: kept, type: "counter", state: bytes("0"), lastActivity: 0)])
-        _ = try a.load(id: id)
-        _ = try a.load(id: kept)
+        let (id, _) = try twoCountersClaimed(by: a)
         // Another node claims it (as b would once a's lease had lapsed).
         try await execute("UPDATE reactor_sessions SET owner = 'b', epoch = epoch + 1, lease_until = now() + interval '1 hour' WHERE id = '\(id)'")
         // a renews every 200 ms; a bounded wait for its report.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while lost.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil { !lost.withLock { $0.isEmpty } }
         #expect(lost.withLock { $0 } == [id])
     }
 
@@ -156,10 +163,7 @@ struct PostgresSessionStoreTests {
         _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
         _ = try a.load(id: id)
         #expect(throws: SessionStoreError.self) { try b.load(id: id) }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while asked.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil { !asked.withLock { $0.isEmpty } }
         #expect(asked.withLock { $0 } == [id])
         // Released, it is b's on its next load.
         _ = try a.commit([.release(id: id)])
