@@ -122,7 +122,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The inspector's pages, scripts and styles, compiled into the binary.
+            resources: [.embedInCode("Inspector/Assets")]
         ),
         // The executable: configuration, logging, signals, and the examples it serves.
         .executableTarget(

@@ -83,6 +83,16 @@ public final class ReactorService: Sendable {
         add(&router, .DELETE, "/reactors/{id}") { request, scope in try self.deleteInstance(request, scope) }
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
         add(&router, .GET, "/reactors/{id}/events") { request, _ in .now(try self.openEvents(request)) }
+        add(&router, .GET, "/reactors/{id}/history") { request, _ in .now(try self.readHistory(request)) }
+        for (path, page) in InspectorRoutes.pages {
+            add(&router, .GET, path) { _, _ in .now(HTTPResponse(page)) }
+        }
+        add(&router, .GET, "/assets/{name}") { request, _ in
+            guard let asset = InspectorRoutes.assets[request.pathParameters["name"] ?? ""] else {
+                throw Problem.notFound("no asset named \((request.pathParameters["name"] ?? "").prefix(64))")
+            }
+            return .now(HTTPResponse(asset))
+        }
         add(&router, .GET, "/healthz") { _, _ in
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ok"}"#.utf8)))
         }
@@ -292,6 +302,18 @@ public final class ReactorService: Sendable {
                                                 bytes: ServerSentEvents.heartbeat))
     }
 
+    private func readHistory(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request)
+        let after = try request.query["after"].map { (raw) throws(Problem) in try Self.version(raw, name: "after") }
+        instance.touch()
+        let latest = instance.timeline.latest.version
+        let history = instance.timeline.history(after: after)
+        var headers = Self.jsonHeaders
+        headers["Cache-Control"] = "no-store"
+        return HTTPResponse(status: 200, headers: headers,
+                            body: InstanceHistory.body(id: instance.id, type: instance.typeName, history: history, latest: latest))
+    }
+
     // MARK: - Helpers
 
     private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
@@ -320,18 +342,20 @@ public final class ReactorService: Sendable {
     /// Each that is given must be digits only (`lastEventId` also when the header wins); an
     /// empty header counts as absent (a client that has seen no event yet may send one).
     static func lastEventID(_ request: HTTPRequest) throws(Problem) -> UInt64? {
-        func version(_ text: String, _ name: String) throws(Problem) -> UInt64 {
-            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                  let version = UInt64(text) else {
-                throw Problem.invalidParameter("\(name) must be a state version (a non-negative integer), not '\(text.prefix(64))'")
-            }
-            return version
-        }
-        let query = try request.query["lastEventId"].map { (raw) throws(Problem) in try version(raw, "lastEventId") }
+        let query = try request.query["lastEventId"].map { (raw) throws(Problem) in try version(raw, name: "lastEventId") }
         if let header = request.headers["Last-Event-ID"]?.trimmingSpaces, !header.isEmpty {
-            return try version(header, "Last-Event-ID")
+            return try version(header, name: "Last-Event-ID")
         }
         return query
+    }
+
+    /// A state version given as `name` (a header or query parameter): digits only.
+    static func version(_ text: String, name: String) throws(Problem) -> UInt64 {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              let version = UInt64(text) else {
+            throw Problem.invalidParameter("\(name) must be a state version (a non-negative integer), not '\(text.prefix(64))'")
+        }
+        return version
     }
 
     /// `?format=`: `state` (whole states, the default) or `patch` (RFC 6902 patches).

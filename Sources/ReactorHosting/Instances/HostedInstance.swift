@@ -134,18 +134,22 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 guard version > startVersion else { return }
                 // Encoded once: the same bytes are stored and sent.
                 let json = JSONCoding.encodeState(state)
+                let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver,
+                                           publishedAt: context.wallClock())
                 let write = SessionWrite.version(id: instanceID, version: version, state: json,
                                                  startedThrough: runtime.startedThroughForObserver,
-                                                 producedBy: runtime.producingActionForObserver,
-                                                 lastActivity: context.wallClock())
+                                                 producedBy: origin.producedBy, lastActivity: origin.publishedAt)
                 committer.enqueue(write) { outcome in
                     // A failed or overtaken commit drops the instance; its state is never shown.
-                    if outcome == .committed { publisher.publish(state, version: version, json: json) }
+                    if outcome == .committed { publisher.publish(state, version: version, json: json, origin: origin) }
                 }
             }
         } else {
+            let runtime = reactor.runtime
             reactor.observeStatesUntilDisposed { state, version in
-                publisher.publish(state, version: version)
+                let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver,
+                                           publishedAt: context.wallClock())
+                publisher.publish(state, version: version, origin: origin)
             }
         }
         reactor.observeErrorsUntilDisposed { failure in
@@ -179,6 +183,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
         for (seq, action, json) in restored.unstarted {
             let receipt = reactor.send(action)
+            timeline.record(ActionRecord(seq: receipt.sequence, json: json, acceptedAt: context.wallClock()))
             context.logger.info("acknowledged action applied after a restart",
                                 metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
             if receipt.sequence != seq {
@@ -211,6 +216,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // can apply it: what the action produces is never committed ahead of its record, so an
         // action whose record fails to commit (and is refused) has left nothing in the store.
         var ticket: CommitTicket?
+        let acceptedAt = context.wallClock()
         let committer = context.committer
         let id = self.id
         let taken = reactor.sendUnlessStalled(action) { sequence in
@@ -223,6 +229,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             let (seconds, attoseconds) = context.stallTimeout.components
             throw HostingError.instanceStalled(retryAfterSeconds: max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0)))
         }
+        timeline.record(ActionRecord(seq: receipt.sequence, json: actionJSON, acceptedAt: acceptedAt))
         // Taken by a live reactor: stored even if the instance leaves memory now. Its next
         // activation applies it once (it had not started) or hands it to the recovery hook (it
         // was cut off), so it is never applied twice by a retry.

@@ -11,6 +11,8 @@ protocol StateLog: AnyObject {
     func states(after version: UInt64) -> [any VersionedState]?
     /// How many versions the log holds (the newest and its history).
     var count: Int { get }
+    /// Every version the log holds, oldest first.
+    func kept() -> [any VersionedState]
 }
 
 /// A fixed-capacity ring of an instance's most recent states, kept by value: publishing a state
@@ -139,6 +141,8 @@ final class TypedStateLog<State: Encodable & Sendable>: StateLog, @unchecked Sen
 
     func newest() -> any VersionedState { sharedState(atOffset: count - 1) }
 
+    func kept() -> [any VersionedState] { (0..<count).map(sharedState(atOffset:)) }
+
     func states(after version: UInt64) -> [any VersionedState]? {
         guard keepsHistory else { return nil }
         // A version this instance never published: a fresh snapshot.
@@ -176,8 +180,9 @@ package struct StatePublisher<State: Encodable & Sendable>: Sendable {
 
     /// Stores `state` and wakes the subscribers, unless `version` is not newer than the newest.
     /// `json`, when given, is the state's encoding, shared by every reader of this version.
-    package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil) {
-        timeline.publish(version: version) { log.append(state, version: version, json: json) }
+    /// `origin`, when given, is kept for the timeline's ``StateTimeline/history(after:)``.
+    package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil, origin: VersionOrigin? = nil) {
+        timeline.publish(version: version, origin: origin) { log.append(state, version: version, json: json) }
     }
 }
 

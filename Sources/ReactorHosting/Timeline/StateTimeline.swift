@@ -54,6 +54,8 @@ package struct StateTimeline: Sendable {
         /// The `GET` answer for the latest version once a request asked for it. One per instance:
         /// older versions are never asked for again, so theirs are let go.
         var snapshot: (any LatestSnapshot)?
+        /// The recent actions and where the recent versions came from (``history(after:)``).
+        var provenance: ProvenanceLog
     }
 
     private let storage: Locked<Storage>
@@ -65,7 +67,8 @@ package struct StateTimeline: Sendable {
     /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
     /// publisher that adds states to `log`.
     init(log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int) {
-        storage = Locked(Storage(log: log, restoredHistory: restoredHistory))
+        storage = Locked(Storage(log: log, restoredHistory: restoredHistory,
+                                 provenance: ProvenanceLog(capacity: historyCapacity)))
         self.subscriberLimit = subscriberLimit
         self.historyCapacity = historyCapacity
     }
@@ -100,10 +103,11 @@ package struct StateTimeline: Sendable {
     /// Has `store` add a newly published state to the log (under the lock) and wakes every
     /// subscriber. Versions that are not newer than the latest are ignored, so the stream's
     /// versions only increase. Called by ``StatePublisher``, which holds the log's typed end.
-    func publish(version: UInt64, store: () -> Void) {
+    func publish(version: UInt64, origin: VersionOrigin?, store: () -> Void) {
         let subscribers: [any TimelineSubscriber]? = storage.withLock { storage in
             guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
             store()
+            if let origin { storage.provenance.record(origin) }
             if !storage.restoredHistory.isEmpty {
                 let capacity = max(0, historyCapacity - storage.log.count)
                 storage.restoredHistory.removeFirst(max(0, storage.restoredHistory.count - capacity))
@@ -111,6 +115,26 @@ package struct StateTimeline: Sendable {
             return storage.subscribers.isEmpty ? nil : storage.subscribers
         }
         subscribers?.forEach { $0.wake() }
+    }
+
+    /// Keeps `action` among the instance's recent actions (see ``history(after:)``).
+    package func record(_ action: ActionRecord) {
+        storage.withLock { $0.provenance.record(action) }
+    }
+
+    /// The kept versions newer than `version` (all of them when nil), each with where it came
+    /// from when known, and the recent actions.
+    package func history(after version: UInt64?) -> TimelineHistory {
+        let (states, origins, actions) = storage.withLock { storage in
+            var states: [any VersionedState] = storage.log.kept()
+            // The restored history goes before the log when it ends where the log begins.
+            if let first = states.first, let last = storage.restoredHistory.last, last.version &+ 1 == first.version {
+                states = storage.restoredHistory + states
+            }
+            return (states, storage.provenance.originsByVersion, storage.provenance.recentActions)
+        }
+        let newer = version.map { after in states.filter { $0.version > after } } ?? states
+        return TimelineHistory(versions: newer.map { ($0, origins[$0.version]) }, actions: actions)
     }
 
     /// Queues an already-framed event (an `error` event) on every subscriber.
