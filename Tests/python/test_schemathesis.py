@@ -29,7 +29,8 @@ CHECKS = ",".join([
 ])
 MAX_EXAMPLES = 30
 OPERATIONS = {"GET /types", "POST /reactors", "GET /reactors/{id}", "DELETE /reactors/{id}",
-              "POST /reactors/{id}/actions", "GET /reactors/{id}/events", "GET /healthz", "GET /metrics"}
+              "POST /reactors/{id}/actions", "GET /reactors/{id}/events", "GET /reactors/{id}/history",
+              "GET /", "GET /inspector", "GET /assets/{name}", "GET /healthz", "GET /metrics"}
 TOTAL_TIMEOUT = 600
 
 
@@ -40,7 +41,8 @@ def real_ids_config(server, path: Path) -> Path:
     instances it created through the links of `POST /reactors` (then checks they stay gone).
     An event stream is read for one event, or for one second when it has nothing to send."""
     ids = {name: server.create("counter")["id"]
-           for name in ("GET /reactors/{id}", "POST /reactors/{id}/actions", "GET /reactors/{id}/events")}
+           for name in ("GET /reactors/{id}", "POST /reactors/{id}/actions", "GET /reactors/{id}/events",
+                        "GET /reactors/{id}/history")}
     sections = []
     for name, instance_id in ids.items():
         section = f'[[operations]]\ninclude-name = "{name}"\nparameters = {{ "path.id" = "{instance_id}" }}\n'

@@ -11,11 +11,10 @@ import MicroHTTP
 /// Every answer is prepared once and shared. The pages forbid inline scripts and styles and
 /// anything from another origin (`Content-Security-Policy`), and send no `Referer`.
 enum InspectorRoutes {
-    /// The pages, by path.
-    static let pages: [String: PreparedResponse] = [
-        "/": asset(PackageResources.index_html, type: "text/html; charset=utf-8"),
-        "/inspector": asset(PackageResources.inspector_html, type: "text/html; charset=utf-8"),
-    ]
+    /// `GET /`.
+    static let landingPage = asset(PackageResources.index_html, type: "text/html; charset=utf-8")
+    /// `GET /inspector`.
+    static let inspectorPage = asset(PackageResources.inspector_html, type: "text/html; charset=utf-8")
 
     /// The files under `/assets/`, by name.
     static let assets: [String: PreparedResponse] = [

@@ -84,9 +84,8 @@ public final class ReactorService: Sendable {
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
         add(&router, .GET, "/reactors/{id}/events") { request, _ in .now(try self.openEvents(request)) }
         add(&router, .GET, "/reactors/{id}/history") { request, _ in .now(try self.readHistory(request)) }
-        for (path, page) in InspectorRoutes.pages {
-            add(&router, .GET, path) { _, _ in .now(HTTPResponse(page)) }
-        }
+        add(&router, .GET, "/") { _, _ in .now(HTTPResponse(InspectorRoutes.landingPage)) }
+        add(&router, .GET, "/inspector") { _, _ in .now(HTTPResponse(InspectorRoutes.inspectorPage)) }
         add(&router, .GET, "/assets/{name}") { request, _ in
             guard let asset = InspectorRoutes.assets[request.pathParameters["name"] ?? ""] else {
                 throw Problem.notFound("no asset named \((request.pathParameters["name"] ?? "").prefix(64))")
