@@ -7,8 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ## postgresql and nginx serve the multi-node tests (Tests/python/cluster.py), which start their own
 ## PostgreSQL and nginx on free ports as the test user: a system cluster the package may start (on
-## 5432) is neither used nor disturbed.
-APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv postgresql nginx
+## 5432) is neither used nor disturbed. chromium and chromium-driver run the inspector pages in
+## Tests/python/test_inspector.py.
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv postgresql nginx chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps venv clean fuzz sanitize cluster-test
