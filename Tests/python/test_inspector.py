@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,7 @@ def test_create_send_travel_refuse_delete(server, page):
     page.driver.get(server.base + "/")
     page.until(lambda: "counter" in page.attribute("#types > li", "data-type"), "the counter type listed")
     assert set(page.attribute("#types > li", "data-type")) == {"counter", "todo", "search", "room"}
+    page.screenshot("0-landing")
     page.click('#types li[data-type="counter"] button')
     page.until(lambda: "/inspector#" in page.driver.current_url, "the inspector opened")
     instance_id = page.driver.current_url.split("#", 1)[1]
@@ -258,6 +260,22 @@ def test_unknown_or_missing_id(server, page):
                "the missing-id notice")
     assert page.element("#delete").get_attribute("disabled") is not None
     assert page.policy_violations() == []
+
+
+def test_connection_reconnecting_and_shutdown(start_server, page):
+    # A server gone without a word: EventSource retries, resuming after the last version.
+    crashed = start_server()
+    open_inspector(page, crashed, crashed.create()["id"])
+    crashed.signal(signal.SIGKILL)
+    page.until_text("#connection", "reconnecting (Last-Event-ID 0)")
+    assert page.element("#reconnect").is_displayed() is False
+    # A server that stops: the stream ends with its reason, and the page offers to reconnect.
+    stopped = start_server()
+    open_inspector(page, stopped, stopped.create()["id"])
+    stopped.signal(signal.SIGTERM)
+    page.until_text("#connection", "ended: shutdown")
+    assert page.element("#reconnect").is_displayed()
+    page.screenshot("6-shutdown")
 
 
 def diff_paths(before, after, path: str = "") -> list[dict]:
