@@ -234,9 +234,14 @@ function renderTravel(index, target) {
     ? `Viewing version ${target.version} (${index + 1} of ${count} kept)${model.viewed === null ? ", following live" : ""}.`
     : "";
 
-  const options = [new Option("the previous kept version", "previous")];
-  for (const entry of model.versions) options.push(new Option(`version ${entry.version}`, String(entry.version)));
-  ui.base.replaceChildren(...options);
+  // Rebuilt only when the kept versions change, so an open list is not closed under the reader.
+  const kept = model.versions.map((entry) => entry.version).join(",");
+  if (ui.base.dataset.kept !== kept) {
+    const options = [new Option("the previous kept version", "previous")];
+    for (const entry of model.versions) options.push(new Option(`version ${entry.version}`, String(entry.version)));
+    ui.base.replaceChildren(...options);
+    ui.base.dataset.kept = kept;
+  }
   ui.base.value = String(model.base);
   if (ui.base.value !== String(model.base)) ui.base.value = "previous";
 }
