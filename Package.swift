@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         // Already in the graph through postgres-nio: ReactorServer is a Service of it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -66,6 +67,7 @@ let package = Package(
                 "SortedJSON",
                 "Locking",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
 
@@ -122,6 +124,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             // The inspector's pages, scripts and styles, compiled into the binary.
             resources: [.embedInCode("Inspector/Assets")]
@@ -155,7 +158,8 @@ let package = Package(
         .testTarget(name: "SortedJSONTests", dependencies: ["SortedJSON", "ReactorCore", "ReactorExamples", "TestSupport"]),
         .testTarget(
             name: "ReactorHostingTests",
-            dependencies: ["ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport"]
+            dependencies: ["ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport",
+                           .product(name: "Tracing", package: "swift-distributed-tracing")]
         ),
         .testTarget(
             name: "ReactorStoreSQLiteTests",
@@ -172,7 +176,9 @@ let package = Package(
             name: "ReactorHTTPTests",
             dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON", "MicroHTTP",
                            "Locking", "ProcessSpawning", "TestSupport",
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Tracing", package: "swift-distributed-tracing"),
+                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -78,12 +78,15 @@ extension ReactorRuntime {
         @usableFromInline let runtime: ReactorRuntime
         @usableFromInline let reactor: R
         @usableFromInline let engine: Engine
+        /// Read once per turn: one load for every action and mutation the turn applies.
+        @usableFromInline let probe: (any RuntimeProbe)?
 
         @usableFromInline
         init(runtime: ReactorRuntime, reactor: R, engine: Engine) {
             self.runtime = runtime
             self.reactor = reactor
             self.engine = engine
+            self.probe = runtime.probeBox.load()?.probe
         }
 
         /// Applies queued work until the queue is empty, then gives up the drainer role.

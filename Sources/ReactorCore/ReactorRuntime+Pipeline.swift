@@ -21,7 +21,15 @@ extension ReactorRuntime.Drain {
         engine.startedThrough = sequence
         engine.producingSequence = sequence
         if let action = engine.actionFlow.apply(action, from: entry) {
-            if case .waiting(let rest) = apply(reactor.mutate(action: action), sequence: sequence) {
+            let mutations: Mutations<R.Mutation>
+            if let probe {
+                probe.mutateWillBegin(sequence: sequence)
+                mutations = reactor.mutate(action: action)
+                probe.mutateDidEnd(sequence: sequence)
+            } else {
+                mutations = reactor.mutate(action: action)
+            }
+            if case .waiting(let rest) = apply(mutations, sequence: sequence) {
                 runtime.spawn(rest, sequence: sequence, reactor: reactor)
             }
         }
@@ -80,9 +88,21 @@ extension ReactorRuntime.Drain {
         }
     }
 
-    /// transform(mutation:) → reduce → transform(state:) → publish.
+    /// transform(mutation:) → reduce → transform(state:) → publish; told to the probe, if any.
     @inline(__always)
     @inlinable func reduce(_ mutation: R.Mutation, entry: Int) {
+        guard let probe else { return reduceUnprobed(mutation, entry: entry) }
+        let sequence = engine.producingSequence
+        let before = engine.latest.version
+        probe.reduceWillBegin(sequence: sequence)
+        reduceUnprobed(mutation, entry: entry)
+        let after = engine.latest.version
+        probe.reduceDidEnd(sequence: sequence, published: after != before ? after : nil)
+    }
+
+    /// transform(mutation:) → reduce → transform(state:) → publish.
+    @inline(__always)
+    @inlinable func reduceUnprobed(_ mutation: R.Mutation, entry: Int) {
         if engine.transformsMutations {
             guard let mutation = engine.mutationFlow.apply(mutation, from: entry) else { return }
             engine.state = reactor.reduce(state: engine.state, mutation: mutation)

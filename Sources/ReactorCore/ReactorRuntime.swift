@@ -29,6 +29,8 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// For the same reasons the dynamic exclusivity checks are off (`@exclusivity(unchecked)`):
     /// they would run on every action and could never fire.
     @usableFromInline @exclusivity(unchecked) nonisolated(unsafe) var engine: Engine?
+    /// What hears the calls into the reactor (see ``RuntimeProbe``), once a host sets one.
+    let probeBox = SetOnceReference<RuntimeProbeBox>()
 
     /// Applies `first` if given, then queued work as the drainer (see `Drain.run(batchLimit:)`).
     ///

@@ -3,6 +3,7 @@ import Locking
 import ReactorCore
 import Synchronization
 import Testing
+import Tracing
 @testable import ReactorHosting
 
 /// The instance table: ids map to keys without loss, and the limit holds across its shards.
@@ -90,7 +91,7 @@ private final class FakeInstance: HostedInstance {
 
     var isBusy: Bool { false }
     func touch() {}
-    func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+    func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
         throw HostingError.invalidAction("none taken")
     }
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }

@@ -5,6 +5,7 @@ import ReactorCore
 import ReactorHosting
 import SortedJSON
 import Synchronization
+import Tracing
 
 /// The reactor service: one reactor instance per client session, actions in over
 /// `POST /reactors/{id}/actions`, states out as server-sent events. It builds a `Router`
@@ -47,6 +48,7 @@ public final class ReactorService: Sendable {
         hosting.durability = configuration.durability
         hosting.now = configuration.now
         hosting.wallClock = configuration.wallClock
+        hosting.tracer = configuration.tracer ?? Self.bootstrappedTracer
         let metrics = self.metrics
         self.host = ReactorHost(
             registry: registry, configuration: hosting, logger: logger,
@@ -60,6 +62,12 @@ public final class ReactorService: Sendable {
         }
         types.append(contentsOf: "]}".utf8)
         self.typesJSON = types
+    }
+
+    /// The tracer the process bootstrapped (`InstrumentationSystem`), unless it is the no-op one.
+    private static var bootstrappedTracer: (any Tracer)? {
+        let tracer = InstrumentationSystem.tracer
+        return tracer is NoOpTracer ? nil : tracer
     }
 
     /// How many instances are live.
@@ -215,12 +223,15 @@ public final class ReactorService: Sendable {
         let receipt: ActionReceipt
         let ticket: CommitTicket?
         do {
-            (receipt, ticket) = try found.send(actionJSON: request.body)
+            (receipt, ticket) = try found.send(actionJSON: request.body, trace: startTrace(request, on: found))
         } catch .instanceEnded where configuration.store != nil {
             // It left memory as this request found it: once more, on the instance brought back.
             found = try self.instance(for: request)
             let again = found
-            (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in try again.send(actionJSON: request.body) }
+            let trace = startTrace(request, on: again)
+            (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in
+                try again.send(actionJSON: request.body, trace: trace)
+            }
         } catch {
             throw Problem(error)
         }
@@ -245,6 +256,15 @@ public final class ReactorService: Sendable {
                 ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
             }
         })
+    }
+
+    /// The span of the action `request` sends to `instance`, continuing the trace its headers
+    /// name (`traceparent`, as the tracer reads them); nil when nothing is traced.
+    private func startTrace(_ request: HTTPRequest, on instance: any HostedInstance) -> (any Span)? {
+        guard let traces = instance.traces, let tracer = host.configuration.tracer else { return nil }
+        var context = InstrumentationContext.topLevel
+        tracer.extract(request.headers, into: &context, using: HTTPHeadersExtractor())
+        return traces.startAction(in: context)
     }
 
     /// `make`'s response now, or once `ticket`'s write is committed.
@@ -282,9 +302,11 @@ public final class ReactorService: Sendable {
             openStreams.wrappingSubtract(1, ordering: .relaxed)
             throw Problem.tooManyStreams(limit: limit, perInstance: false)
         }
+        var onWrite: (@Sendable (UInt64) -> Void)?
+        if let traces = instance.traces { onWrite = { traces.wrote(version: $0) } }
         let subscriber = EventSubscriber(
             timeline: instance.timeline, resumingAfter: lastEventID, format: format,
-            retryMilliseconds: configuration.retryMilliseconds
+            retryMilliseconds: configuration.retryMilliseconds, onWrite: onWrite
         ) {
             self.openStreams.wrappingSubtract(1, ordering: .relaxed)
             instance.touch()
@@ -567,6 +589,11 @@ struct CreateInstanceRequest: Decodable {
         }
         type = try container.decode(String.self, forKey: Key(stringValue: "type"))
     }
+}
+
+/// Reads trace context (`traceparent`, `tracestate`, …) from request headers.
+struct HTTPHeadersExtractor: Extractor {
+    func extract(key: String, from headers: HTTPHeaders) -> String? { headers[key] }
 }
 
 extension Substring {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Tracing
 import ReactorHosting
 import MicroHTTP
 
@@ -52,6 +53,11 @@ public struct ReactorServiceConfiguration: Sendable {
     public var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.
     public var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    /// Traces each action (a span from its request to its settling, with `decode`, `queue`,
+    /// `mutate`, each `reduce` and `first-event-write` under it, carrying the type and the
+    /// action's sequence, never the instance id). Nil: the tracer the process bootstrapped with
+    /// `InstrumentationSystem`, if any; with none, nothing is traced and actions pay nothing.
+    public var tracer: (any Tracer)?
 
     /// The defaults described on each field.
     public init() {}

@@ -45,17 +45,21 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private let retryMilliseconds: Int
     private let progress: Locked<Progress>
     private let onClose: @Sendable () -> Void
+    private let onWrite: (@Sendable (_ version: UInt64) -> Void)?
 
     /// - Parameters:
     ///   - resumingAfter: the client's `Last-Event-ID`, if any.
     ///   - onClose: called once when the stream closes, for any reason.
+    ///   - onWrite: told the newest version each chunk handed to the connection holds (tracing).
     ///   - format: whole states, or patches from the state sent before.
     init(timeline: StateTimeline, resumingAfter lastEventID: UInt64?, format: EventFormat = .states,
-         retryMilliseconds: Int, onClose: @escaping @Sendable () -> Void) {
+         retryMilliseconds: Int, onWrite: (@Sendable (_ version: UInt64) -> Void)? = nil,
+         onClose: @escaping @Sendable () -> Void) {
         self.timeline = timeline
         self.format = format
         self.retryMilliseconds = retryMilliseconds
         self.onClose = onClose
+        self.onWrite = onWrite
         var progress = Progress(replay: [])
         if let lastEventID {
             if let missed = timeline.states(after: lastEventID) {
@@ -89,6 +93,14 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     }
 
     func nextChunk(for stream: HTTPStream) -> HTTPStreamChunk {
+        guard let onWrite else { return buildChunk(for: stream) }
+        let before = progress.withLock { $0.lastSentVersion }
+        let chunk = buildChunk(for: stream)
+        if let after = progress.withLock({ $0.lastSentVersion }), after != before { onWrite(after) }
+        return chunk
+    }
+
+    private func buildChunk(for stream: HTTPStream) -> HTTPStreamChunk {
         let (latest, endReason) = timeline.current
         let ending: StreamEndReason? = stream.isShuttingDown ? (endReason ?? .shutdown) : endReason
         let missed = catchUp(to: latest)

@@ -3,6 +3,7 @@ import Locking
 import Logging
 import ReactorCore
 import Synchronization
+import Tracing
 
 /// What every hosted instance shares with its host: one object, built with the host and
 /// referenced by each instance, so an instance holds one reference rather than a copy of it all.
@@ -26,13 +27,15 @@ package final class InstanceContext: Sendable {
     let errorEvent: @Sendable (MutationFailure) -> [UInt8]
     /// Told of every mutation error.
     let mutationFailed: @Sendable () -> Void
+    /// Traces each action (see ``ActionTraces``); nil: nothing is traced.
+    let tracer: (any Tracer)?
 
     package init(now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
                  historyCapacity: Int, subscriberLimit: Int, logger: Logger, drainPool: DrainPool?,
                  stallTimeout: Duration, committer: GroupCommitter?,
                  stallChanged: @escaping @Sendable (Bool) -> Void,
                  errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
-                 mutationFailed: @escaping @Sendable () -> Void) {
+                 mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil) {
         self.now = now
         self.wallClock = wallClock
         self.historyCapacity = historyCapacity
@@ -44,6 +47,7 @@ package final class InstanceContext: Sendable {
         self.stallChanged = stallChanged
         self.errorEvent = errorEvent
         self.mutationFailed = mutationFailed
+        self.tracer = tracer
     }
 }
 
@@ -61,16 +65,29 @@ package protocol HostedInstance: AnyObject, Sendable {
     var isBusy: Bool { get }
     /// Records activity now.
     func touch()
+    /// The spans of the instance's actions; nil when nothing is traced.
+    var traces: ActionTraces? { get }
     /// Decodes and sends one action without waiting for it. With a store in ``Durability/sync``
     /// the ticket tells when the action is committed, which is when it may be acknowledged;
-    /// `nil` means at once.
-    func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?)
+    /// `nil` means at once. `trace`, from ``ActionTraces/startAction(in:)``, is the action's
+    /// span: its steps are traced under it, and it ends when the action settles.
+    func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?)
     /// Calls `body` once every mutation of the action has been reduced and the states it
     /// produced are published (committed first, with a store in ``Durability/sync``).
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
     /// Cancels the instance's work and ends its streams (`nil`: without an end event, when
     /// the instance only leaves memory).
     func dispose(_ reason: StreamEndReason?)
+}
+
+extension HostedInstance {
+    /// Nothing is traced, unless the instance says otherwise.
+    package var traces: ActionTraces? { nil }
+
+    /// Sends one action, untraced (see ``send(actionJSON:trace:)``).
+    package func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+        try send(actionJSON: actionJSON, trace: nil)
+    }
 }
 
 /// Hosts one reactor: forwards decoded actions to it and mirrors its states and errors into a
@@ -86,6 +103,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package let timeline: StateTimeline
     package let id: String
     package let typeName: String
+    package let traces: ActionTraces?
 
     /// A new instance, or one brought back from `restored` (its stored session), whose
     /// unstarted actions are sent again and whose interrupted ones go to the recovery hook.
@@ -95,6 +113,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())
+        if let tracer = context.tracer {
+            let traces = ActionTraces(tracer: tracer, typeName: typeName)
+            reactor.runtime.setProbe(traces)
+            self.traces = traces
+        } else {
+            self.traces = nil
+        }
         if let restored {
             _ = reactor.runtime.restore(reactor, state: restored.state, version: restored.stored.version,
                                         sequence: restored.stored.startedThrough)
@@ -207,9 +232,16 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    package func send(actionJSON: [UInt8]) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
-        let action = try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
+    package func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+        let traces = trace == nil ? nil : self.traces
+        let action: R.Action
+        if let traces {
+            action = try traces.decoding(under: trace) { () throws(HostingError) in try decode(actionJSON) }
+        } else {
+            action = try decode(actionJSON)
+        }
         if let committer = context.committer, let error = committer.lastError {
+            trace?.end()
             throw HostingError.storeUnavailable(error.message)
         }
         // The action's record is queued for the store as the reactor takes it, before anything
@@ -221,8 +253,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let id = self.id
         let taken = reactor.sendUnlessStalled(action) { sequence in
             ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON))
+            if let traces, let trace { traces.accepted(trace, sequence: sequence) }
         }
         guard let receipt = taken else {
+            trace?.end()
             // Left memory (passivated, handed over) as this request held it: nothing was applied;
             // the caller looks the instance up again, which brings it back from the store.
             if reactor.isDisposed { throw HostingError.instanceEnded }
@@ -234,7 +268,14 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // activation applies it once (it had not started) or hands it to the recovery hook (it
         // was cut off), so it is never applied twice by a retry.
         settleWhenDone(receipt)
+        if let traces, trace != nil {
+            reactor.whenSettled(receipt) { traces.settled(sequence: receipt.sequence) }
+        }
         return (receipt, ticket)
+    }
+
+    private func decode(_ actionJSON: [UInt8]) throws(HostingError) -> R.Action {
+        try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
     }
 
     /// Drops the action's record from the store once it has settled.
@@ -259,6 +300,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package func dispose(_ reason: StreamEndReason?) {
         // Disposing the reactor also lets go of its observers.
         reactor.dispose()
+        traces?.endAll()
         if let reason { timeline.end(reason) }
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Logging
+import Tracing
 import ReactorCore
 import Synchronization
 
@@ -30,6 +31,8 @@ package struct HostingConfiguration: Sendable {
     package var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
     /// Milliseconds since 1970, kept as a session's last activity.
     package var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    /// Traces each action with this tracer (see ``ActionTraces``); nil: nothing is traced.
+    package var tracer: (any Tracer)?
 
     package init() {}
 }
@@ -88,7 +91,8 @@ package final class ReactorHost: Sendable {
             now: configuration.now, wallClock: configuration.wallClock,
             historyCapacity: configuration.historyCapacity, subscriberLimit: configuration.subscriberLimit,
             logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout, committer: committer,
-            stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed)
+            stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed,
+            tracer: configuration.tracer)
         configuration.store?.onOwnershipLost { [logger] lost in
             var moved = 0
             for id in lost {
