@@ -30,6 +30,11 @@ let package = Package(
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
         .executable(name: "reactor-server", targets: ["reactor-server"]),
     ],
+    // `swift build --traits OTLP` adds an OTLP/HTTP trace exporter to `reactor-server`
+    // (`--traces otlp`). Off by default: swift-otel and what it needs take minutes to build.
+    traits: [
+        .trait(name: "OTLP", description: "reactor-server can export traces over OTLP/HTTP (swift-otel)."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -37,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // Only with the OTLP trait, and only its OTLP/HTTP exporter.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Already in the graph through postgres-nio: ReactorServer is a Service of it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -141,6 +148,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ]
         ),
 

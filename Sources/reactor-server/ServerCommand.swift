@@ -116,8 +116,17 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Once listening, write the address (http://HOST:PORT) to this file, which `reactor-server health` reads; removed on a graceful stop (ADDRESS_FILE).")
     var addressFile: String = Environment.string("ADDRESS_FILE", default: "")
 
+    @Option(help: "Where the spans of each action go: none; or otlp, to an OpenTelemetry collector over OTLP/HTTP as the OTEL_EXPORTER_OTLP_* variables say (default http://localhost:4318), in a build with the OTLP trait (TRACES).")
+    var traces: String = Environment.string("TRACES", default: "none")
+
     func validate() throws {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        guard ["none", "otlp"].contains(traces.lowercased()) else {
+            throw ValidationError("\(Environment.setting("traces")) must be none or otlp, not '\(traces)'")
+        }
+        if traces.lowercased() == "otlp" && !TraceExport.isAvailable {
+            throw ValidationError("\(Environment.setting("traces")) otlp needs a build with the OTLP trait: swift build -c release --traits OTLP")
+        }
         guard ["sync", "async"].contains(durability.lowercased()) else {
             throw ValidationError("\(Environment.setting("durability")) must be sync or async, not '\(durability)'")
         }
@@ -172,6 +181,8 @@ struct ServerCommand: AsyncParsableCommand {
         let logger = Logger(label: "reactor-server")
         // Before any reactor exists: what the reactors record through swift-metrics reaches /metrics.
         ReactorServer.bootstrapMetrics()
+        // Before the service exists too: it picks up the tracer the process bootstrapped.
+        let traceExporter = traces.lowercased() == "otlp" ? try TraceExport.bootstrapOTLP(logger: logger) : nil
 
         var service = ReactorServiceConfiguration()
         service.maxInstances = maxInstances
@@ -238,8 +249,13 @@ struct ServerCommand: AsyncParsableCommand {
         }
         // SIGTERM and SIGINT stop the server gracefully: the group traps them before it starts
         // the server, so a signal sent once the port is announced already stops it gracefully.
+        // The exporter runs first and stops last (a group stops in reverse order), so the spans
+        // of the server's last requests are sent.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let exporter = traceExporter { services.append(.init(service: exporter)) }
+        services.append(.init(service: announced))
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: announced)], gracefulShutdownSignals: [.sigterm, .sigint],
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [], logger: logger))
         let signals = StopSignals.install([SIGTERM, SIGINT], group: group, logger: logger)
         do {
