@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
         .executable(name: "reactor-server", targets: ["reactor-server"]),
+        .library(name: "ReactorClient", targets: ["ReactorClient"]),
+        .executable(name: "reactor-client-demo", targets: ["reactor-client-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -139,6 +141,12 @@ let package = Package(
             ]
         ),
 
+        // The Swift client for apps: RemoteReactor binds an instance on a server as if it were
+        // local, over URLSession (FoundationNetworking on Linux). No server code.
+        .target(name: "ReactorClient", dependencies: ["ReactorCore"]),
+        // A command-line demo of the client against `make run`: a counter, its states as they stream.
+        .executableTarget(name: "reactor-client-demo", dependencies: ["ReactorClient", "ReactorExamples"]),
+
         // Test support: starts the programs the tests talk to (the server, curl, Python clients)
         // with posix_spawn and ends them by PID.
         .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
@@ -171,6 +179,11 @@ let package = Package(
             dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON", "MicroHTTP",
                            "Locking", "ProcessSpawning", "TestSupport",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
+        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
+        .testTarget(
+            name: "ReactorClientTests",
+            dependencies: ["ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking"]
         ),
     ],
     swiftLanguageModes: [.v6]
