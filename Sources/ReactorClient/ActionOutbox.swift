@@ -32,19 +32,23 @@ final class ActionOutbox: Sendable {
     private let capacity: Int
     private let policy: ReconnectPolicy
     private let retryHint: @Sendable () -> Int?
+    private let reachabilityChanged: @Sendable (_ reachable: Bool) -> Void
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - path: where actions are POSTed.
     ///   - capacity: most actions waiting at once.
     ///   - retryHint: the server's latest `retry:` hint, in milliseconds.
+    ///   - reachabilityChanged: called with false when an action could not reach the server
+    ///     (it waits and tries again), with true when one did.
     init(transport: HTTPTransport, path: String, capacity: Int, policy: ReconnectPolicy,
-         retryHint: @escaping @Sendable () -> Int?) {
+         retryHint: @escaping @Sendable () -> Int?, reachabilityChanged: @escaping @Sendable (Bool) -> Void) {
         self.transport = transport
         self.path = path
         self.capacity = max(1, capacity)
         self.policy = policy
         self.retryHint = retryHint
+        self.reachabilityChanged = reachabilityChanged
     }
 
     /// How many actions wait to be answered.
@@ -103,8 +107,11 @@ final class ActionOutbox: Sendable {
         while true {
             do {
                 let query = entry.wait ? [URLQueryItem(name: "wait", value: "true")] : []
-                return .success(try await transport.send("POST", path, query: query, json: entry.body))
+                let reply = try await transport.send("POST", path, query: query, json: entry.body)
+                if failures > 0 { reachabilityChanged(true) }
+                return .success(reply)
             } catch let error as URLError where error.requestNeverSent && !Task.isCancelled {
+                if failures == 0 { reachabilityChanged(false) }
                 do {
                     try await Task.sleep(for: policy.delay(afterFailures: failures, retryHint: retryHint()))
                 } catch {

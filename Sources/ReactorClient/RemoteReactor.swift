@@ -41,6 +41,7 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         var endReason: EndReason?
         var lastFailure: MutationFailure?
         var connection = ConnectionStatus.idle
+        var waitingForServer = false
         var subscribers: [Int: AsyncStream<RemoteEvent<R.State>>.Continuation] = [:]
         var nextSubscriber = 0
         var stream: Task<Void, Never>?
@@ -64,8 +65,11 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         let path = "/reactors/\(Self.pathSegment(snapshot.id))"
         let connection = EventStreamConnection(transport: transport, path: path + "/events", policy: configuration.reconnect)
         self.connection = connection
+        let waiting = WeakReference<RemoteReactor>()
         self.outbox = ActionOutbox(transport: transport, path: path + "/actions", capacity: configuration.queueCapacity,
-                                   policy: configuration.reconnect, retryHint: { connection.retryHint })
+                                   policy: configuration.reconnect, retryHint: { connection.retryHint },
+                                   reachabilityChanged: { waiting.object?.setWaitingForServer(!$0) })
+        waiting.object = self
     }
 
     deinit {
@@ -136,6 +140,13 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
 
     /// How many actions wait for the server (queued while it cannot be reached, or on their way).
     public var queuedActionCount: Int { outbox.count }
+
+    /// Whether queued actions wait because the server could not be reached; they go out, in
+    /// order, once it can.
+    public var isWaitingForServer: Bool {
+        registrar.access(self, keyPath: \.isWaitingForServer)
+        return storage.withLock { $0.waitingForServer }
+    }
 
     /// The states, the current one first; see ``RemoteStates``.
     public var states: RemoteStates<R.State> { RemoteStates(events: events) }
@@ -298,6 +309,12 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
                 storage.latest = state
                 for subscriber in storage.subscribers.values { subscriber.yield(.state(state)) }
             }
+        }
+    }
+
+    private func setWaitingForServer(_ waiting: Bool) {
+        registrar.withMutation(of: self, keyPath: \.isWaitingForServer) {
+            storage.withLock { $0.waitingForServer = waiting }
         }
     }
 
