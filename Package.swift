@@ -12,7 +12,8 @@ func buildValue(_ name: String) -> String {
 
 // The layers, each depending only on those below it:
 //   reactor-server → ReactorHTTP → ReactorHosting → ReactorCore
-// with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them.
+// with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them; and for apps
+//   ReactorClient → ReactorCore (no server code).
 let package = Package(
     name: "ReactorServer",
     // ReactorCore and ReactorTesting also build for apps, so that an app shares its reactors'
