@@ -1,7 +1,9 @@
 /// Why the server ended an instance's event stream (its `event: end`).
 public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The reason as the server names it in `{"reason": …}`.
     public var rawValue: String
 
+    /// A reason by its name; names this client does not know mean "reconnect".
     public init(rawValue: String) { self.rawValue = rawValue }
 
     /// The instance was deleted (`DELETE /reactors/{id}`). Final.
@@ -23,5 +25,6 @@ public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// does so by itself and resumes where it was.
     public var isFinal: Bool { self == .deleted || self == .expired || self == .unknownInstance }
 
+    /// The reason's name.
     public var description: String { rawValue }
 }

@@ -42,6 +42,7 @@ public struct ReactorProblem: Error, Sendable, Equatable, CustomStringConvertibl
         type.hasPrefix(Self.typePrefix) ? String(type.dropFirst(Self.typePrefix.count)) : type
     }
 
+    /// `404 Unknown reactor instance: … (urn:…)`.
     public var description: String { "\(status) \(title): \(detail) (\(type))" }
 
     /// The problem a response with `status` and `body` describes: its problem+json fields when

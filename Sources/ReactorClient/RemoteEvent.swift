@@ -59,6 +59,7 @@ public struct RemoteStates<State: Sendable>: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var events: AsyncStream<RemoteEvent<State>>.Iterator
 
+        /// The next state, or nil once the instance ended or the task was cancelled.
         public mutating func next() async -> VersionedState<State>? {
             while let event = await events.next() {
                 if case .state(let state) = event { return state }
@@ -66,6 +67,7 @@ public struct RemoteStates<State: Sendable>: AsyncSequence, Sendable {
             return nil
         }
 
+        /// The next state, read on `actor`.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> VersionedState<State>? {
             while let event = await events.next(isolation: actor) {
                 if case .state(let state) = event { return state }
