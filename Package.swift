@@ -12,7 +12,8 @@ func buildValue(_ name: String) -> String {
 
 // The layers, each depending only on those below it:
 //   reactor-server → ReactorHTTP → ReactorHosting → ReactorCore
-// with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them.
+// with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them; and for apps
+//   ReactorClient → ReactorCore (no server code).
 let package = Package(
     name: "ReactorServer",
     // ReactorCore and ReactorTesting also build for apps, so that an app shares its reactors'
@@ -29,6 +30,8 @@ let package = Package(
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
         .executable(name: "reactor-server", targets: ["reactor-server"]),
+        .library(name: "ReactorClient", targets: ["ReactorClient"]),
+        .executable(name: "reactor-client-demo", targets: ["reactor-client-demo"]),
     ],
     // `swift build --traits OTLP` adds an OTLP/HTTP trace exporter to `reactor-server`
     // (`--traces otlp`). Off by default: swift-otel and what it needs take minutes to build.
@@ -152,6 +155,12 @@ let package = Package(
             ]
         ),
 
+        // The Swift client for apps: RemoteReactor binds an instance on a server as if it were
+        // local, over URLSession (FoundationNetworking on Linux). No server code.
+        .target(name: "ReactorClient", dependencies: ["ReactorCore"]),
+        // A command-line demo of the client against `make run`: a counter, its states as they stream.
+        .executableTarget(name: "reactor-client-demo", dependencies: ["ReactorClient", "ReactorExamples"]),
+
         // Test support: starts the programs the tests talk to (the server, curl, Python clients)
         // with posix_spawn and ends them by PID.
         .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
@@ -187,6 +196,11 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Tracing", package: "swift-distributed-tracing"),
                            .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]
+        ),
+        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
+        .testTarget(
+            name: "ReactorClientTests",
+            dependencies: ["ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,118 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An HTTP answer: status, headers (names in lower case) and body.
+struct HTTPReply: Sendable {
+    var status: Int
+    var headers: [String: String]
+    var body: Data
+
+    init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    init(_ response: HTTPURLResponse, body: Data = Data()) {
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            headers["\(name)".lowercased()] = "\(value)"
+        }
+        self.init(status: response.statusCode, headers: headers, body: body)
+    }
+
+    /// `Retry-After` in whole seconds, when the server sent one.
+    var retryAfterSeconds: Int? {
+        headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) }
+    }
+
+    /// The problem this answer describes.
+    var problem: ReactorProblem { ReactorProblem(status: status, body: body, retryAfter: retryAfterSeconds) }
+}
+
+/// The client's HTTP requests to one server, over URLSession: a JSON request and its answer, or
+/// an event stream's bytes as they arrive. An answer of 400 or more becomes a
+/// ``ReactorProblem``; a `429` or `503` with `Retry-After` is sent again after that long, a
+/// bounded number of times.
+final class HTTPTransport: Sendable {
+    /// The server's base URL.
+    let server: URL
+    private let session: URLSession
+    private let policy: ReconnectPolicy
+
+    init(server: URL, policy: ReconnectPolicy) {
+        self.server = server
+        self.policy = policy
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        self.session = URLSession(configuration: configuration)
+    }
+
+    deinit { session.finishTasksAndInvalidate() }
+
+    /// The URL of `path` (which starts with `/`) on the server, with `query` items.
+    func url(_ path: String, query: [URLQueryItem] = []) -> URL {
+        var components = URLComponents(url: server, resolvingAgainstBaseURL: false) ?? URLComponents()
+        components.path = components.path.trimmingSuffix("/") + path
+        components.queryItems = query.isEmpty ? nil : query
+        return components.url ?? server
+    }
+
+    /// Sends one request and returns the server's answer when its status is below 400.
+    /// - Throws: ``ReactorProblem`` for an answer of 400 or more (after the retries a `429` or
+    ///   `503` with `Retry-After` earns); a `URLError` when no answer came.
+    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil) async throws -> HTTPReply {
+        var request = URLRequest(url: url(path, query: query))
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        var refusals = 0
+        while true {
+            let (data, response) = try await session.data(for: request)
+            guard let http = response as? HTTPURLResponse else {
+                throw RemoteReactorError.unexpectedResponse(status: 0, detail: "not an HTTP response")
+            }
+            let reply = HTTPReply(http, body: data)
+            guard reply.status >= 400 else { return reply }
+            let problem = reply.problem
+            guard let delay = policy.delay(afterRefusal: problem, refusals: refusals,
+                                           wasWaiting: query.contains { $0.name == "wait" }) else {
+                throw problem
+            }
+            refusals += 1
+            try await Task.sleep(for: delay)
+        }
+    }
+
+    /// Opens an event stream with `GET path`, `Accept: text/event-stream` and the given
+    /// `Last-Event-ID`: the response first, then the body's bytes as they arrive. Ending the
+    /// iteration (or cancelling its task) closes the connection.
+    func eventStream(_ path: String, lastEventID: UInt64?) -> AsyncThrowingStream<StreamPart, any Error> {
+        var request = URLRequest(url: url(path))
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        if let lastEventID { request.setValue(String(lastEventID), forHTTPHeaderField: "Last-Event-ID") }
+        // Longer than the server's heartbeat (15 s by default): a silent stream is a dead one.
+        request.timeoutInterval = policy.streamIdleTimeout.timeInterval
+        return StreamingRequest.start(request)
+    }
+}
+
+private extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as Foundation counts time.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Locking
+import ProcessSpawning
+import Testing
+
+/// A `reactor-server` for one test, on 127.0.0.1, keeping its sessions in a SQLite file of its
+/// own. It can be stopped (SIGTERM) and started again on the same port with the same store,
+/// which is how the tests restart the server under a connected client.
+final class ServerProcess: Sendable {
+    /// The port, chosen by the first start (port 0) and kept by the restarts.
+    let port: UInt16
+    private let arguments: [String]
+    private let process: Locked<SpawnedProcess?>
+
+    /// The built executable: `REACTOR_SERVER_BIN`, else next to the test bundle.
+    static var executable: String {
+        if let path = ProcessInfo.processInfo.environment["REACTOR_SERVER_BIN"] { return path }
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("reactor-server").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("reactor-server").path
+    }
+
+    /// Starts a server whose counter changes 20 ms after each action, with `arguments` added.
+    init(arguments: [String] = []) throws {
+        let store = FileManager.default.temporaryDirectory
+            .appendingPathComponent("reactor-client-\(UUID().uuidString)/sessions.sqlite").path
+        self.arguments = ["--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
+                          "--store", "sqlite:" + store] + arguments
+        let (process, port) = try Self.start(self.arguments + ["--port", "0"])
+        self.port = port
+        self.process = Locked(process)
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Stops the server with SIGTERM (streams end with `shutdown`) and waits for it to exit 0.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let process = process.withLock({ $0.take() }) else { return }
+        process.signal(SIGTERM)
+        let termination = process.waitForExit()
+        #expect(termination == .exited(0), "reactor-server ended with \(termination)", sourceLocation: sourceLocation)
+    }
+
+    /// Starts the server again on the same port with the same store.
+    func restart() throws {
+        let (process, _) = try Self.start(arguments + ["--port", String(port)])
+        self.process.withLock { $0 = process }
+    }
+
+    /// The server's `/metrics` value of `name` (a metric without labels).
+    func metric(_ name: String) async throws -> Double? {
+        let (data, _) = try await URLSession.shared.data(from: url.appendingPathComponent("metrics"))
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line?.split(separator: " ").last.flatMap { Double($0) }
+    }
+
+    /// Starts the executable and waits (bounded) for the line announcing its port.
+    private static func start(_ arguments: [String]) throws -> (SpawnedProcess, UInt16) {
+        let process = try SpawnedProcess(executable: executable, arguments: arguments)
+        guard let line = process.readOutputLine(timeout: .seconds(60)),
+              let port = line.split(separator: ":").last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            throw TestFailure("reactor-server did not announce its port")
+        }
+        return (process, port)
+    }
+
+    deinit { stop() }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
