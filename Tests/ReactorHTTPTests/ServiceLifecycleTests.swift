@@ -10,16 +10,7 @@ import Testing
 /// ReactorServer as a swift-service-lifecycle `Service`: an app runs it in a `ServiceGroup`
 /// and writes no signal handling of its own.
 @Suite struct ServiceLifecycleTests {
-    private static func server() -> ReactorServer {
-        var registry = ReactorRegistry()
-        registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
-        var http = HTTPServerConfiguration()
-        http.port = 0
-        http.threads = 1
-        var configuration = ReactorServiceConfiguration()
-        configuration.reactorThreads = 1
-        return ReactorServer(registry: registry, configuration: configuration, http: http, logger: Logger(label: "test"))
-    }
+    private static func server() -> ReactorServer { inProcessCounterServer() }
 
     @Test func aGracefulShutdownOfTheGroupStopsTheServer() async throws {
         let server = Self.server()

@@ -14,15 +14,7 @@ import Tracing
 /// 127.0.0.1 with a real event stream; the tracer records spans in memory.
 @Suite struct TracingTests {
     private static func server(tracer: InMemoryTracer) throws -> ReactorServer {
-        var registry = ReactorRegistry()
-        registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
-        var http = HTTPServerConfiguration()
-        http.port = 0
-        http.threads = 1
-        var configuration = ReactorServiceConfiguration()
-        configuration.reactorThreads = 1
-        configuration.tracer = tracer
-        let server = ReactorServer(registry: registry, configuration: configuration, http: http, logger: Logger(label: "test"))
+        let server = inProcessCounterServer { $0.tracer = tracer }
         try server.start()
         return server
     }

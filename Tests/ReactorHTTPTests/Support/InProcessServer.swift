@@ -1,0 +1,20 @@
+import Logging
+import MicroHTTP
+import ReactorExamples
+import ReactorHosting
+import ReactorHTTP
+
+/// A `ReactorServer` in the test's own process serving the counter (no delay) on an ephemeral
+/// port of 127.0.0.1, with one HTTP thread and one reactor thread; `configure` adjusts the
+/// service's configuration. Not started.
+func inProcessCounterServer(configure: (inout ReactorServiceConfiguration) -> Void = { _ in }) -> ReactorServer {
+    var registry = ReactorRegistry()
+    registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
+    var http = HTTPServerConfiguration()
+    http.port = 0
+    http.threads = 1
+    var configuration = ReactorServiceConfiguration()
+    configuration.reactorThreads = 1
+    configure(&configuration)
+    return ReactorServer(registry: registry, configuration: configuration, http: http, logger: Logger(label: "test"))
+}
