@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv postgresql nginx chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv clean fuzz sanitize cluster-test
+.PHONY: run test build deps venv clean fuzz sanitize cluster-test otlp-check
 
 ## What `reactor-server --version` and the reactor_server_build_info metric report: read from git
 ## at each build and handed to Package.swift through the environment (nothing is generated or
@@ -60,8 +60,15 @@ cluster-test: deps venv
 	$(SWIFT) build --product reactor-server
 	CLUSTER_FULL=1 REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q -m cluster Tests/python
 
+## reactor-server with the OTLP trait (`--traces otlp`, through swift-otel) in its own scratch path,
+## then the test that its spans reach a collector on 127.0.0.1. Not in `make test`: swift-otel
+## and what it needs add minutes to a cold build.
+otlp-check: deps venv
+	$(SWIFT) build -c release --product reactor-server --traits OTLP --scratch-path .build-otlp
+	REACTOR_SERVER_OTLP_BIN=$(abspath .build-otlp/release/reactor-server) $(PY) -m pytest -q Tests/python/test_otlp_export.py
+
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build .build-otlp $(VENV)
 
 ## libFuzzer over action decoding and request routing for FUZZ_SECONDS (see Tests/faults/README.md).
 fuzz: deps
