@@ -6,24 +6,14 @@ import ReactorHosting
 /// The embedded session store: one SQLite file in WAL mode, every commit synced to disk
 /// (`synchronous=FULL`), through SQLite's C API.
 ///
-/// A commit appends its batch to a journal, as one row: a few pages written and synced,
-/// whichever sessions it touches. A thread of the store's own folds the journal into the
-/// sessions, history and actions tables a few times a second, many commits at once, without a
-/// sync of its own (the next commit's sync covers it; a fold lost with a crash is done again from
-/// the journal). So a busy session's row is rewritten once per fold rather than once per commit,
-/// and an action accepted and settled between two folds is never written to the tables at all.
-/// A read of a session whose writes are still in the journal folds it first; opening the store
-/// folds whatever a crash left there.
-///
-/// Two connections: one writes (the commit thread, the fold and expiry), one reads
-/// (activations), so that a read never waits for a commit's sync to disk.
+/// Two connections: one writes (the commit thread, and expiry), one reads (activations), so that
+/// a read never waits for a commit's sync to disk.
 ///
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
 /// is not a session store, or one written by a newer schema.
 public final class SQLiteSessionStore: SessionStore {
-    /// The schema this code writes; a store with a higher one is refused. 2 added the journal,
-    /// which an older reader would not fold.
-    static let schemaVersion = 2
+    /// The schema this code writes; a store with a higher one is refused.
+    static let schemaVersion = 1
     /// What the `meta` table says a session store is, so another application's database is refused.
     static let application = "reactor-server sessions"
 
@@ -32,12 +22,6 @@ public final class SQLiteSessionStore: SessionStore {
     private let writer: Locked<SQLiteConnection>
     private let reader: Locked<SQLiteConnection>
     private let historyCapacity: Int
-    /// The sessions with writes in unfolded journal rows.
-    private let journal = Locked(JournalIndex())
-    /// Folds the journal in the background (see ``JournalFolder``).
-    private let folder = JournalFolder()
-    /// Most journal rows one fold takes, so that a commit never waits long behind one.
-    static let rowsPerFold = 32
 
     /// Opens the store at `path`, creating it (and its directory) when missing.
     /// - Parameters:
@@ -69,24 +53,11 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE TABLE IF NOT EXISTS actions(
                 id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
                 PRIMARY KEY(id, seq)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS journal(seq INTEGER PRIMARY KEY, writes BLOB NOT NULL);
-            UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
             COMMIT;
             """)
         let reader = try SQLiteConnection(path: path, create: false)
         self.writer = Locked(writer)
         self.reader = Locked(reader)
-        // What a crash left in the journal, before anything reads the tables.
-        try foldAll()
-        folder.start { [weak self] in
-            guard let self else { return false }
-            return (try? self.fold()) ?? false
-        }
-    }
-
-    deinit {
-        // The thread may hold the last reference as it ends a fold: do not wait for it.
-        folder.stop(wait: false)
     }
 
     /// Refuses an existing file that does not start as a SQLite database, before SQLite opens
@@ -144,100 +115,17 @@ public final class SQLiteSessionStore: SessionStore {
     // MARK: - Writing
 
     public func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
-        let stale = try using(writer) { connection throws(SessionStoreError) -> Set<String> in
-            let stale = try staleSessions(in: writes, on: connection)
-            let kept = stale.isEmpty ? writes : writes.filter { !stale.contains($0.instanceID) }
-            if kept.isEmpty { return stale }
+        try using(writer) { connection throws(SessionStoreError) -> Set<String> in
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
-                let append = try connection.statement("INSERT INTO journal(writes) VALUES (?) RETURNING seq")
-                append.bind(1, blob: JournalRecord(kept).encoded())
-                defer { append.reset() }
-                guard try append.next() else { throw connection.error(SQLITE_ERROR, doing: "appending to the journal") }
-                let row = append.int64(0)
-                append.reset()
+                let stale = try apply(writes, on: connection)
                 try connection.execute("COMMIT")
-                journal.withLock { $0.add(row: row, writes: kept) }
                 return stale
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
             }
         }
-        folder.wake()
-        return stale
-    }
-
-    /// The sessions whose first version in `writes` is not newer than the one stored (or
-    /// journaled): a writer that fell behind. Their writes are refused.
-    private func staleSessions(in writes: [SessionWrite], on connection: SQLiteConnection) throws(SessionStoreError) -> Set<String> {
-        var stale: Set<String> = []
-        var checked: Set<String> = []
-        for case .version(let id, let version, _, _, _, _) in writes where checked.insert(id).inserted {
-            let (exists, journaled) = journal.withLock { ($0.exists(id), $0.newestVersion(of: id)) }
-            // Writes of a deleted session are not refused: a fold ignores them, as it did before.
-            if exists == false { continue }
-            let newest: UInt64?
-            if let journaled {
-                newest = journaled
-            } else {
-                let stored = try connection.statement("SELECT version FROM sessions WHERE id = ?")
-                stored.bind(1, id)
-                defer { stored.reset() }
-                newest = try stored.next() ? stored.uint64(0) : nil
-            }
-            if let newest, newest >= version { stale.insert(id) }
-        }
-        return stale
-    }
-
-    // MARK: - Folding the journal
-
-    /// Folds up to ``rowsPerFold`` journal rows into the tables, in one transaction that is not
-    /// synced by itself. Returns whether rows are left.
-    @discardableResult
-    func fold() throws(SessionStoreError) -> Bool {
-        try using(writer) { connection throws(SessionStoreError) -> Bool in
-            let rows = try connection.statement("SELECT seq, writes FROM journal ORDER BY seq LIMIT ?")
-            rows.bind(1, Int64(Self.rowsPerFold + 1))
-            var writes: [SessionWrite] = []
-            var last: Int64?
-            var count = 0
-            while try rows.next() {
-                count += 1
-                if count > Self.rowsPerFold { break }
-                guard let record = JournalRecord(decoding: rows.blob(1)) else {
-                    rows.reset()
-                    throw SessionStoreError(.corrupt, "\(path): a journal entry is damaged; the store was left untouched")
-                }
-                writes += record.writes
-                last = rows.int64(0)
-            }
-            rows.reset()
-            guard let last else { return false }
-            // Not synced: the next commit's sync covers it, and until then the journal holds it.
-            try connection.execute("PRAGMA synchronous=NORMAL")
-            defer { try? connection.execute("PRAGMA synchronous=FULL") }
-            try connection.execute("BEGIN IMMEDIATE")
-            do throws(SessionStoreError) {
-                // The rows go first, so that a nearly full store reuses their pages.
-                let drop = try connection.statement("DELETE FROM journal WHERE seq <= ?")
-                drop.bind(1, last)
-                try drop.run()
-                _ = try apply(writes, on: connection)
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
-            journal.withLock { $0.folded(through: last) }
-            return count > Self.rowsPerFold
-        }
-    }
-
-    /// Folds the whole journal.
-    private func foldAll() throws(SessionStoreError) {
-        while try fold() {}
     }
 
     /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
@@ -299,8 +187,7 @@ public final class SQLiteSessionStore: SessionStore {
                     continue
                 }
                 exists[id] = true
-                // A fold may carry more of a busy session's versions than its history keeps.
-                try insertChunk(id: id, HistoryChunk(entries: Array(entries.suffix(historyCapacity))), on: connection)
+                try insertChunk(id: id, HistoryChunk(entries: entries), on: connection)
                 try trimHistory(id: id, firstVersion: entries[0].version, lastVersion: version, on: connection)
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
@@ -349,7 +236,6 @@ public final class SQLiteSessionStore: SessionStore {
     }
 
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
-        try foldAll()
         // Found by a scan on the reading connection, which never holds up a commit: no index on
         // last activity, which every version would otherwise rewrite.
         let ids = try using(reader) { connection throws(SessionStoreError) -> [String] in
@@ -392,62 +278,40 @@ public final class SQLiteSessionStore: SessionStore {
     // MARK: - Reading
 
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
-        let journaled = journal.withLock { $0.isJournaled(id) }
-        return try using(reader) { connection throws(SessionStoreError) -> StoredSession? in
-            // One read transaction, so every read sees the same commit (and a fold either
-            // entirely before it or entirely after).
+        try using(reader) { connection throws(SessionStoreError) -> StoredSession? in
+            // One read transaction, so the three reads see one commit.
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
-            var image = try tableImage(of: id, on: connection)
-            if journaled {
-                for write in try journalWrites(on: connection) where write.instanceID == id { image.apply(write) }
+            let session = try connection.statement("""
+                SELECT type, version, state, started_through, last_activity FROM sessions WHERE id = ?
+                """)
+            session.bind(1, id)
+            defer { session.reset() }
+            guard try session.next() else { return nil }
+            var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
+                                       startedThrough: session.uint64(3), lastActivity: session.int64(4),
+                                       history: [], pendingActions: [])
+            let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
+            history.bind(1, id)
+            var entries: [SessionBatch.Version] = []
+            while try history.next() {
+                guard let chunk = HistoryChunk(decoding: history.blob(0)) else {
+                    history.reset()
+                    throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
+                }
+                entries += chunk.entries
             }
-            return image.stored(capacity: historyCapacity)
+            let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
+            actions.bind(1, id)
+            var pending: [(seq: UInt64, action: [UInt8])] = []
+            while try actions.next() { pending.append((actions.uint64(0), actions.blob(1))) }
+            stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending)
+            return stored
         }
-    }
-
-    /// What the tables hold of session `id`.
-    private func tableImage(of id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> SessionImage {
-        let session = try connection.statement("""
-            SELECT type, version, state, started_through, last_activity FROM sessions WHERE id = ?
-            """)
-        session.bind(1, id)
-        defer { session.reset() }
-        guard try session.next() else { return SessionImage(row: nil) }
-        var image = SessionImage(row: SessionImage.Row(type: session.text(0), version: session.uint64(1), state: session.blob(2),
-                                                       startedThrough: session.uint64(3), lastActivity: session.int64(4)))
-        let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
-        history.bind(1, id)
-        while try history.next() {
-            guard let chunk = HistoryChunk(decoding: history.blob(0)) else {
-                history.reset()
-                throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
-            }
-            image.versions += chunk.entries
-        }
-        let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
-        actions.bind(1, id)
-        while try actions.next() { image.pendingActions[actions.uint64(0)] = actions.blob(1) }
-        return image
-    }
-
-    /// Every write in the journal, in order.
-    private func journalWrites(on connection: SQLiteConnection) throws(SessionStoreError) -> [SessionWrite] {
-        let rows = try connection.statement("SELECT writes FROM journal ORDER BY seq")
-        defer { rows.reset() }
-        var writes: [SessionWrite] = []
-        while try rows.next() {
-            guard let record = JournalRecord(decoding: rows.blob(0)) else {
-                throw SessionStoreError(.corrupt, "\(path): a journal entry is damaged; the store was left untouched")
-            }
-            writes += record.writes
-        }
-        return writes
     }
 
     public func contains(id: String) throws(SessionStoreError) -> Bool {
-        if let exists = journal.withLock({ $0.exists(id) }) { return exists }
-        return try using(reader) { connection throws(SessionStoreError) -> Bool in try contains(id: id, on: connection) }
+        try using(reader) { connection throws(SessionStoreError) -> Bool in try contains(id: id, on: connection) }
     }
 
     private func contains(id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Bool {
@@ -460,31 +324,14 @@ public final class SQLiteSessionStore: SessionStore {
     /// How many sessions are stored.
     public func count() throws(SessionStoreError) -> Int {
         try using(reader) { connection throws(SessionStoreError) -> Int in
-            try connection.execute("BEGIN")
-            defer { try? connection.execute("COMMIT") }
             let statement = try connection.statement("SELECT count(*) FROM sessions")
             defer { statement.reset() }
             _ = try statement.next()
-            var count = Int(statement.int64(0))
-            // Sessions the journal creates or deletes that the tables do not know of yet.
-            var existence: [String: Bool] = [:]
-            for write in try journalWrites(on: connection) {
-                switch write {
-                case .create(let id, _, _, _): existence[id] = true
-                case .delete(let id): existence[id] = false
-                default: break
-                }
-            }
-            for (id, exists) in existence where exists != (try contains(id: id, on: connection)) {
-                count += exists ? 1 : -1
-            }
-            return count
+            return Int(statement.int64(0))
         }
     }
 
     public func close() {
-        folder.stop()
-        try? foldAll()
         writer.withLock { connection in
             // Folds the write-ahead log into the database, so a backup of the file alone is whole.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

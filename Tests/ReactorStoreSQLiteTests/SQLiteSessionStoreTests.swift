@@ -161,18 +161,12 @@ import Testing
             }
         }
         #expect(fullError?.kind == .full)
-        // The failed batch left nothing behind, and the store still reads, journal included.
+        // The failed batch left nothing behind, and the store still reads.
         #expect(try store.load(id: "s\(created)") == nil)
         #expect(try store.count() == created)
-        #expect(try store.load(id: "s\(created - 1)")?.state == big)
-        store.close()
-        // Once there is space again (a larger cap), everything committed is there and the
-        // same batch commits.
-        let roomier = try SQLiteSessionStore(path: store.path, historyCapacity: 4, maxPageCount: 4000)
-        #expect(try roomier.count() == created)
-        _ = try roomier.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])
-        #expect(try roomier.load(id: "s\(created)")?.state == big)
-        _ = try roomier.commit((0..<created).map { .delete(id: "s\($0)") })
-        #expect(try roomier.count() == 1)
+        // Freeing space lets the same batch commit.
+        _ = try store.commit((0..<created / 2).map { .delete(id: "s\($0)") })
+        _ = try store.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])
+        #expect(try store.load(id: "s\(created)")?.state == big)
     }
 }
