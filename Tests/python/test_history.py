@@ -1,0 +1,70 @@
+"""GET /reactors/{id}/history end to end: the kept versions with the action behind each, the
+recent actions, and what a restart on a durable store keeps of them (the versions, not their
+origins, which live in memory)."""
+
+import json
+import tempfile
+from pathlib import Path
+
+
+def history(server, instance_id: str, after: int | None = None) -> dict:
+    query = "" if after is None else f"?after={after}"
+    reply = server.request("GET", f"/reactors/{instance_id}/history{query}")
+    assert reply.status == 200, reply
+    assert reply.header("Cache-Control") == "no-store"
+    return reply.json()
+
+
+def test_versions_name_their_action_and_match_the_stream(server):
+    counter = server.create("counter")["id"]
+    stream = server.events(counter)
+    try:
+        for action in ['"increase"', '"decrease"']:
+            assert server.request("POST", f"/reactors/{counter}/actions?wait=true", action).status == 200
+        streamed = stream.states_until(lambda state: state["alertMessage"]["count"] == 2)
+    finally:
+        stream.close()
+    kept = history(server, counter)
+    assert kept["version"] == 8
+    versions = kept["versions"]
+    assert [entry["version"] for entry in versions] == list(range(9))
+    assert [entry["seq"] for entry in versions] == [None, 1, 1, 1, 1, 2, 2, 2, 2]
+    # The states are the ones the stream sent, byte for byte once re-encoded the same way.
+    by_version = {int(event.id): json.loads(event.data) for event in streamed}
+    for entry in versions:
+        if entry["version"] in by_version:
+            assert entry["state"] == by_version[entry["version"]]
+    assert [(action["seq"], action["action"]) for action in kept["actions"]] == [(1, "increase"), (2, "decrease")]
+    # Times are in order: an action is accepted before the versions it produced are published.
+    first_action_at = kept["actions"][0]["at"]
+    assert all(entry["at"] >= first_action_at for entry in versions[1:5])
+    assert [entry["version"] for entry in history(server, counter, after=6)["versions"]] == [7, 8]
+
+
+def test_a_refused_action_is_not_in_the_history(server):
+    todo = server.create("todo")["id"]
+    assert server.request("POST", f"/reactors/{todo}/actions", '"fly"').status == 400
+    assert server.request("POST", f"/reactors/{todo}/actions?wait=true", {"add": {"title": "milk"}}).status == 200
+    kept = history(server, todo)
+    assert [action["action"] for action in kept["actions"]] == [{"add": {"title": "milk"}}]
+
+
+def test_after_a_restart_the_versions_stay_and_new_actions_are_named(start_server):
+    store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
+    first = start_server(store=store)
+    counter = first.create("counter")["id"]
+    assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    before = history(first, counter)
+    assert first.stop() == 0
+
+    second = start_server(store=store)
+    restored = history(second, counter)
+    assert [(entry["version"], entry["state"]) for entry in restored["versions"]] == \
+        [(entry["version"], entry["state"]) for entry in before["versions"]]
+    # Which action produced a version is kept in memory only.
+    assert all(entry["seq"] is None for entry in restored["versions"])
+    assert restored["actions"] == []
+    assert second.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    after = history(second, counter, after=before["version"])
+    assert [entry["seq"] for entry in after["versions"]] == [2, 2, 2, 2]
+    assert [action["seq"] for action in after["actions"]] == [2]
