@@ -5,14 +5,16 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 VENV := .venv
 PY := $(VENV)/bin/python
-## postgresql and nginx serve the multi-node tests (Tests/python/cluster.py), which start their own
-## PostgreSQL and nginx on free ports as the test user: a system cluster the package may start (on
-## 5432) is neither used nor disturbed. chromium and chromium-driver run the inspector pages in
-## Tests/python/test_inspector.py.
-APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl python3-venv postgresql nginx chromium chromium-driver
+## What building and serving needs (`make run`).
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
+## What the tests need besides: postgresql and nginx serve the multi-node tests
+## (Tests/python/cluster.py), which start their own PostgreSQL and nginx on free ports as the test
+## user (a system cluster the package may start on 5432 is neither used nor disturbed); chromium
+## and chromium-driver run the inspector pages in Tests/python/test_inspector.py.
+TEST_APT_PACKAGES := python3-venv postgresql nginx chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps venv clean fuzz sanitize cluster-test otlp-check
+.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check
 
 ## What `reactor-server --version` and the reactor_server_build_info metric report: read from git
 ## at each build and handed to Package.swift through the environment (nothing is generated or
@@ -23,19 +25,28 @@ export REACTOR_SERVER_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo u
 ## Seconds of fuzzing in `make fuzz` and in `make test`.
 FUZZ_SECONDS ?= 60
 
-## Install missing system packages (libmicrohttpd and friends).
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
+## Installs the Debian packages of $(1) that are missing.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
+endef
+
+## Install missing system packages (libmicrohttpd and friends).
+deps:
+	$(call install_missing,$(APT_PACKAGES))
+
+## Install those and the ones the tests need.
+test-deps:
+	$(call install_missing,$(APT_PACKAGES) $(TEST_APT_PACKAGES))
 
 ## Python test tools in a local virtual environment.
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements-test.txt
+$(VENV)/.installed: requirements-test.txt | test-deps
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-test.txt
@@ -47,7 +58,7 @@ build: deps
 run: build
 	.build/release/reactor-server --host $(HOST) --port $(PORT)
 
-test: deps venv
+test: test-deps venv
 	$(SWIFT) build --build-tests
 	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 	Fuzz/run $(FUZZ_SECONDS)
@@ -56,14 +67,14 @@ test: deps venv
 ## Only the multi-node tests (pytest -m cluster), their longer variants (CLUSTER_FULL=1). The nodes
 ## share PostgreSQL; CLUSTER_STORE=sqlite gives each node a SQLite file of its own instead.
 ## `make test` runs the short variants with the other end-to-end tests.
-cluster-test: deps venv
+cluster-test: test-deps venv
 	$(SWIFT) build --product reactor-server
 	CLUSTER_FULL=1 REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q -m cluster Tests/python
 
 ## reactor-server with the OTLP trait (`--traces otlp`, through swift-otel) in its own scratch path,
 ## then the test that its spans reach a collector on 127.0.0.1. Not in `make test`: swift-otel
 ## and what it needs add minutes to a cold build.
-otlp-check: deps venv
+otlp-check: test-deps venv
 	$(SWIFT) build -c release --product reactor-server --traits OTLP --scratch-path .build-otlp
 	REACTOR_SERVER_OTLP_BIN=$(abspath .build-otlp/release/reactor-server) $(PY) -m pytest -q Tests/python/test_otlp_export.py
 
