@@ -6,7 +6,7 @@ the instance and see the stream end.
 Screenshots go to $INSPECTOR_ARTIFACTS (default .build/inspector-artifacts/). With
 INSPECTOR_UPDATE_DOCS=1 the walkthrough's screenshot also replaces docs/inspector.png.
 
-Needs Debian's `chromium` and `chromium-driver` (`make deps` installs them) and selenium
+Needs Debian's `chromium` and `chromium-driver` (`make test-deps` installs them) and selenium
 (requirements-test.txt); the tests fail, rather than skip, without them.
 """
 
@@ -36,7 +36,7 @@ def browser():
         pytest.fail("selenium is missing: `make venv` installs requirements-test.txt")
     chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not chromedriver:
-        pytest.fail("chromium and chromedriver are needed: `make deps` installs chromium and chromium-driver")
+        pytest.fail("chromium and chromedriver are needed: `make test-deps` installs chromium and chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
