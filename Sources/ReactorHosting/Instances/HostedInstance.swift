@@ -151,10 +151,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // Both observers stay until the reactor is disposed (`dispose` below), so they are
         // registered without tokens: two tokens, with what each holds, would be about a fifth of
         // an idle instance's memory.
+        // The observers reach the runtime unowned: it holds them, and calls them only while it
+        // is alive (a strong reference would keep it, and all the closures hold, from ever
+        // being freed if the instance is let go without being disposed).
+        let runtime = reactor.runtime
         if let committer = context.committer {
-            let runtime = reactor.runtime
             let startVersion = restored?.stored.version ?? 0
-            reactor.observeStatesUntilDisposed { state, version in
+            reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
                 // The observer hears the state it starts from first: that one is stored already.
                 guard version > startVersion else { return }
                 // Encoded once: the same bytes are stored and sent.
@@ -170,8 +173,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 }
             }
         } else {
-            let runtime = reactor.runtime
-            reactor.observeStatesUntilDisposed { state, version in
+            reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
                 let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver,
                                            publishedAt: context.wallClock())
                 publisher.publish(state, version: version, origin: origin)
