@@ -1,6 +1,6 @@
 """GET /reactors/{id}/history end to end: the kept versions with the action behind each, the
-recent actions, and what a restart on a durable store keeps of them (the versions, not their
-origins, which live in memory)."""
+recent actions, and what a restart on a durable store keeps of them (the versions and which
+action produced each; the actions themselves and the times live in memory)."""
 
 import json
 import tempfile
@@ -49,7 +49,7 @@ def test_a_refused_action_is_not_in_the_history(server):
     assert [action["action"] for action in kept["actions"]] == [{"add": {"title": "milk"}}]
 
 
-def test_after_a_restart_the_versions_stay_and_new_actions_are_named(start_server):
+def test_after_a_restart_the_versions_keep_their_action_and_new_actions_are_named(start_server):
     store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
     first = start_server(store=store)
     counter = first.create("counter")["id"]
@@ -59,10 +59,10 @@ def test_after_a_restart_the_versions_stay_and_new_actions_are_named(start_serve
 
     second = start_server(store=store)
     restored = history(second, counter)
-    assert [(entry["version"], entry["state"]) for entry in restored["versions"]] == \
-        [(entry["version"], entry["state"]) for entry in before["versions"]]
-    # Which action produced a version is kept in memory only.
-    assert all(entry["seq"] is None for entry in restored["versions"])
+    assert [(entry["version"], entry["seq"], entry["state"]) for entry in restored["versions"]] == \
+        [(entry["version"], entry["seq"], entry["state"]) for entry in before["versions"]]
+    # When each was published, and the actions themselves, are kept in memory only.
+    assert all(entry["at"] is None for entry in restored["versions"])
     assert restored["actions"] == []
     assert second.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
     after = history(second, counter, after=before["version"])

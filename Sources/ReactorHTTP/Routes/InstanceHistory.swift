@@ -31,7 +31,7 @@ enum InstanceHistory {
 
     private static func versionJSON(_ state: any VersionedState, origin: VersionOrigin?) -> [UInt8] {
         var object = JSONObjectWriter(capacity: state.json.count + 96)
-        object.add("at", json: origin.map { timestamp($0.publishedAt) } ?? Array("null".utf8))
+        object.add("at", json: origin?.publishedAt.map(timestamp) ?? Array("null".utf8))
         let producedBy = origin.map(\.producedBy) ?? 0
         object.add("seq", raw: producedBy == 0 ? "null" : String(producedBy))
         object.add("state", json: state.json)

@@ -129,6 +129,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             version: restored?.stored.version ?? 0,
             json: restored?.stored.state,
             history: restored.map { Array($0.stored.history.dropLast()) } ?? [],
+            // When each stored version was published is not kept; which action produced it is.
+            origins: restored?.stored.history.map { VersionOrigin(version: $0.version, producedBy: $0.producedBy, publishedAt: nil) } ?? [],
             historyCapacity: context.historyCapacity,
             subscriberLimit: context.subscriberLimit
         )
@@ -162,11 +164,11 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 guard version > startVersion else { return }
                 // Encoded once: the same bytes are stored and sent.
                 let json = JSONCoding.encodeState(state)
-                let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver,
-                                           publishedAt: context.wallClock())
+                let now = context.wallClock()
+                let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver, publishedAt: now)
                 let write = SessionWrite.version(id: instanceID, version: version, state: json,
                                                  startedThrough: runtime.startedThroughForObserver,
-                                                 producedBy: origin.producedBy, lastActivity: origin.publishedAt)
+                                                 producedBy: origin.producedBy, lastActivity: now)
                 committer.enqueue(write) { outcome in
                     // A failed or overtaken commit drops the instance; its state is never shown.
                     if outcome == .committed { publisher.publish(state, version: version, json: json, origin: origin) }

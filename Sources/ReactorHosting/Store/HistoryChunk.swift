@@ -64,7 +64,7 @@ extension StoredSession {
     public mutating func restore(versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])]) {
         let capacity = UInt64(max(1, capacity))
         let latest = version
-        history = versions.filter { $0.version <= latest && $0.version + capacity > latest }.map { ($0.version, $0.state) }
+        history = versions.filter { $0.version <= latest && $0.version + capacity > latest }
         self.pendingActions = pendingActions.map { pending in
             PendingAction(seq: pending.seq, action: pending.action,
                           producedVersions: versions.count { $0.producedBy == pending.seq })

@@ -26,7 +26,7 @@ public final class InMemorySessionStore: SessionStore {
                 case .create(let id, let type, let state, let lastActivity):
                     sessions[id] = Session(stored: StoredSession(
                         type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
-                        history: [(0, state)], pendingActions: []))
+                        history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: []))
                 case .accept(let id, let seq, let action):
                     sessions[id]?.pending[seq] = action
                 case .settle(let id, let seq):
@@ -42,7 +42,7 @@ public final class InMemorySessionStore: SessionStore {
                     session.stored.state = state
                     session.stored.startedThrough = startedThrough
                     session.stored.lastActivity = max(session.stored.lastActivity, lastActivity)
-                    session.stored.history.append((version, state))
+                    session.stored.history.append(SessionBatch.Version(version: version, producedBy: producedBy, state: state))
                     session.stored.history.removeFirst(max(0, session.stored.history.count - historyCapacity))
                     if producedBy != 0 { session.produced[producedBy, default: 0] += 1 }
                     sessions[id] = session

@@ -88,15 +88,16 @@ public struct StoredSession: Sendable, Equatable {
     public var startedThrough: UInt64
     /// Milliseconds since 1970 of the last request that touched it.
     public var lastActivity: Int64
-    /// The kept history, oldest first, ending with `version`: `(version, state JSON)`.
-    public var history: [(version: UInt64, state: [UInt8])]
+    /// The kept history, oldest first, ending with `version`: each version with its state's JSON
+    /// and the action that produced it.
+    public var history: [SessionBatch.Version]
     /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`, with how many
     /// kept versions each produced.
     public var pendingActions: [PendingAction]
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [(version: UInt64, state: [UInt8])], pendingActions: [PendingAction]) {
+                history: [SessionBatch.Version], pendingActions: [PendingAction]) {
         self.type = type
         self.version = version
         self.state = state
@@ -111,6 +112,7 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.startedThrough == rhs.startedThrough && lhs.lastActivity == rhs.lastActivity
             && lhs.history.map(\.version) == rhs.history.map(\.version)
             && lhs.history.map(\.state) == rhs.history.map(\.state)
+            && lhs.history.map(\.producedBy) == rhs.history.map(\.producedBy)
             && lhs.pendingActions == rhs.pendingActions
     }
 }

@@ -15,15 +15,15 @@ package struct VersionOrigin: Sendable, Equatable {
     /// The sequence of the action whose mutation produced it; 0 when no action did (a global
     /// stream, a recovery hook).
     package let producedBy: UInt64
-    /// Milliseconds since 1970 when it was published.
-    package let publishedAt: Int64
+    /// Milliseconds since 1970 when it was published; nil when not known (a version brought back
+    /// from the store).
+    package let publishedAt: Int64?
 }
 
 /// The kept versions of an instance with where each came from, and its recent actions: what an
 /// inspector shows of its past.
 package struct TimelineHistory: Sendable {
-    /// The kept versions, oldest first, each with its origin when known (versions restored from
-    /// the store, or published before the instance's memory was kept, have none).
+    /// The kept versions, oldest first, each with its origin when known.
     package let versions: [(state: any VersionedState, origin: VersionOrigin?)]
     /// The recently accepted actions, oldest first.
     package let actions: [ActionRecord]
@@ -55,7 +55,8 @@ struct BoundedRing<Element> {
 }
 
 /// An instance's recent actions and the origins of its recent versions, bounded by its history's
-/// capacity. Kept in memory only: an instance brought back from the store starts it afresh.
+/// capacity. The actions are kept in memory only: an instance brought back from the store knows
+/// which action produced each stored version, not what the action was.
 struct ProvenanceLog {
     private var actions: BoundedRing<ActionRecord>
     private var origins: BoundedRing<VersionOrigin>

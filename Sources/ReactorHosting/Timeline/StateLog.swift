@@ -197,15 +197,16 @@ extension StateTimeline {
 
     /// A timeline resuming at `version` with `initial` (whose JSON is `json`), after the stored
     /// `history` (oldest first, ending before `version`), and the publisher of the rest.
+    /// `origins` are the stored versions' origins (the action that produced each).
     package static func make<State: Encodable & Sendable>(
-        restoring initial: State, version: UInt64, json: [UInt8]?, history: [(version: UInt64, state: [UInt8])],
-        historyCapacity: Int, subscriberLimit: Int
+        restoring initial: State, version: UInt64, json: [UInt8]?, history: [SessionBatch.Version],
+        origins: [VersionOrigin] = [], historyCapacity: Int, subscriberLimit: Int
     ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
         let log = TypedStateLog(initial: initial, version: version, historyCapacity: historyCapacity)
         if let json { log.seed(json: json) }
         let restored = historyCapacity > 0 ? history.suffix(historyCapacity - 1).map { StoredVersion(version: $0.version, json: $0.state) } : []
         let timeline = StateTimeline(log: log, restoredHistory: restored, historyCapacity: historyCapacity,
-                                     subscriberLimit: subscriberLimit)
+                                     subscriberLimit: subscriberLimit, origins: origins)
         return (timeline, StatePublisher(timeline: timeline, log: log))
     }
 }

@@ -66,9 +66,11 @@ package struct StateTimeline: Sendable {
 
     /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
     /// publisher that adds states to `log`.
-    init(log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int) {
-        storage = Locked(Storage(log: log, restoredHistory: restoredHistory,
-                                 provenance: ProvenanceLog(capacity: historyCapacity)))
+    init(log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int,
+         origins: [VersionOrigin] = []) {
+        var provenance = ProvenanceLog(capacity: historyCapacity)
+        for origin in origins { provenance.record(origin) }
+        storage = Locked(Storage(log: log, restoredHistory: restoredHistory, provenance: provenance))
         self.subscriberLimit = subscriberLimit
         self.historyCapacity = historyCapacity
     }
