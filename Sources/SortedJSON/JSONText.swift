@@ -31,6 +31,18 @@ public enum JSONText {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A JSON array of already-encoded elements, in order.
+    public static func array(_ elements: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        bytes.reserveCapacity(elements.reduce(2) { $0 + $1.count + 1 })
+        for (index, element) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: element)
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return bytes
+    }
+
     /// Appends an integer in decimal, as `description` writes it, without making a string.
     @inlinable
     public static func appendInteger(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {

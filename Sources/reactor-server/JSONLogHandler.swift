@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import ReactorHTTP
 import Synchronization
 
 /// Writes each log entry to standard error as one JSON object on one line, for container log
@@ -30,7 +31,7 @@ struct JSONLogHandler: LogHandler {
         if let error = event.error { merged["error"] = "\(error)" }
         let level = event.level, source = event.source, message = event.message
         var text = #"{"timestamp":"#
-        Self.appendString(Self.timestamp(), to: &text)
+        Self.appendString(RFC3339.now(), to: &text)
         text += #","level":"#
         Self.appendString(level.rawValue, to: &text)
         text += #","label":"#
@@ -47,22 +48,6 @@ struct JSONLogHandler: LogHandler {
 
     /// Standard error, written one whole line at a time.
     static let output = LineWriter(fileDescriptor: 2)
-
-    /// Now in UTC as RFC 3339 with milliseconds.
-    static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))."
-            + "\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
-    }
 
     static func appendObject(_ metadata: Logger.Metadata, to text: inout String) {
         text += "{"

@@ -55,13 +55,9 @@ public final class ReactorService: Sendable {
             errorEvent: { ServerSentEvents.event("error", json: Problem.mutationFailedJSON($0)) },
             stallChanged: { metrics.instanceStalled($0) },
             mutationFailed: { metrics.mutationFailed() })
-        var types: [UInt8] = Array(#"{"types":["#.utf8)
-        for (index, type) in registry.allTypes.enumerated() {
-            if index > 0 { types.append(UInt8(ascii: ",")) }
-            types.append(contentsOf: type.json)
-        }
-        types.append(contentsOf: "]}".utf8)
-        self.typesJSON = types
+        var types = JSONObjectWriter()
+        types.add("types", json: JSONText.array(registry.allTypes.map(\.json)))
+        self.typesJSON = types.finish()
     }
 
     /// The tracer the process bootstrapped (`InstrumentationSystem`), unless it is the no-op one.

@@ -68,14 +68,8 @@ package struct RegisteredType: Sendable {
 
     /// `{"exampleActions":[…],"initialState":{…},"name":"…","summary":"…"}`
     package var json: [UInt8] {
-        var actions: [UInt8] = [UInt8(ascii: "[")]
-        for (index, action) in exampleActionsJSON.enumerated() {
-            if index > 0 { actions.append(UInt8(ascii: ",")) }
-            actions.append(contentsOf: action)
-        }
-        actions.append(UInt8(ascii: "]"))
         var object = JSONObjectWriter()
-        object.add("exampleActions", json: actions)
+        object.add("exampleActions", json: JSONText.array(exampleActionsJSON))
         object.add("initialState", json: initialStateJSON)
         object.add("name", string: name)
         object.add("summary", string: summary)
