@@ -257,10 +257,7 @@ public final class ReactorService: Sendable {
     /// The span of the action `request` sends to `instance`, continuing the trace its headers
     /// name (`traceparent`, as the tracer reads them); nil when nothing is traced.
     private func startTrace(_ request: HTTPRequest, on instance: any HostedInstance) -> (any Span)? {
-        guard let traces = instance.traces, let tracer = host.configuration.tracer else { return nil }
-        var context = InstrumentationContext.topLevel
-        tracer.extract(request.headers, into: &context, using: HTTPHeadersExtractor())
-        return traces.startAction(in: context)
+        instance.traces?.startAction(continuing: request.headers, using: HTTPHeadersExtractor())
     }
 
     /// `make`'s response now, or once `ticket`'s write is committed.

@@ -69,7 +69,7 @@ package protocol HostedInstance: AnyObject, Sendable {
     var traces: ActionTraces? { get }
     /// Decodes and sends one action without waiting for it. With a store in ``Durability/sync``
     /// the ticket tells when the action is committed, which is when it may be acknowledged;
-    /// `nil` means at once. `trace`, from ``ActionTraces/startAction(in:)``, is the action's
+    /// `nil` means at once. `trace`, from ``ActionTraces/startAction(continuing:using:)``, is the action's
     /// span: its steps are traced under it, and it ends when the action settles.
     func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?)
     /// Calls `body` once every mutation of the action has been reduced and the states it

@@ -42,8 +42,11 @@ package final class ActionTraces: RuntimeProbe {
         self.typeName = typeName
     }
 
-    /// Starts an action's span, in `context` (the request's, carrying any trace it continues).
-    package func startAction(in context: InstrumentationContext) -> any Span {
+    /// Starts an action's span, continuing the trace `carrier` names (a request's headers, read by
+    /// `extractor` as the tracer reads them: `traceparent`, say), if any.
+    package func startAction<Extract: Extractor>(continuing carrier: Extract.Carrier, using extractor: Extract) -> any Span {
+        var context = InstrumentationContext.topLevel
+        tracer.extract(carrier, into: &context, using: extractor)
         let span = tracer.startAnySpan("reactor.action", context: context, ofKind: .server)
         span.attributes["reactor.type"] = typeName
         return span
