@@ -9,11 +9,17 @@ import ReactorHosting
 /// Two connections: one writes (the commit thread, and expiry), one reads (activations), so that
 /// a read never waits for a commit's sync to disk.
 ///
+/// A commit appends each session's new versions to a journal table, at its end, rather than
+/// inserting them among that session's history: a commit then writes a page or two for the
+/// history, whichever sessions it touched, instead of two or three pages for each. A session's
+/// journal rows are folded into its history all at once when the oldest of them falls out of the
+/// journal's window (``HistoryJournal``).
+///
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
 /// is not a session store, or one written by a newer schema.
 public final class SQLiteSessionStore: SessionStore {
     /// The schema this code writes; a store with a higher one is refused.
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     /// What the `meta` table says a session store is, so another application's database is refused.
     static let application = "reactor-server sessions"
 
@@ -22,16 +28,24 @@ public final class SQLiteSessionStore: SessionStore {
     private let writer: Locked<SQLiteConnection>
     private let reader: Locked<SQLiteConnection>
     private let historyCapacity: Int
+    /// The journal's rows not yet folded into the history table. The writer changes it; a load
+    /// reads a session's rows from it before its read transaction begins.
+    private let journal: Locked<HistoryJournal>
+    /// How many journal rows are kept before the oldest are folded and deleted.
+    private let journalWindow: Int
 
     /// Opens the store at `path`, creating it (and its directory) when missing.
     /// - Parameters:
     ///   - historyCapacity: versions kept per session for replay (at least the latest).
     ///   - maxPageCount: a cap on the file's size in pages (SQLite's `max_page_count`); a commit
     ///     past it fails as a full disk would.
+    ///   - journalWindow: how many rows of new versions the journal keeps before it folds the
+    ///     oldest into the sessions' history.
     /// - Throws: ``SessionStoreError`` naming the path and what is wrong with it.
-    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil) throws(SessionStoreError) {
+    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil, journalWindow: Int = 4096) throws(SessionStoreError) {
         self.path = path
         self.historyCapacity = max(1, historyCapacity)
+        self.journalWindow = max(1, journalWindow)
         try Self.checkFile(at: path)
         let writer = try SQLiteConnection(path: path, create: true)
         try Self.checkSchema(writer)
@@ -53,8 +67,13 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE TABLE IF NOT EXISTS actions(
                 id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
                 PRIMARY KEY(id, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS journal(
+                row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
+                last_version INTEGER NOT NULL, versions BLOB NOT NULL);
+            UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
             COMMIT;
             """)
+        journal = Locked(try Self.readJournal(writer))
         let reader = try SQLiteConnection(path: path, create: false)
         self.writer = Locked(writer)
         self.reader = Locked(reader)
@@ -118,20 +137,43 @@ public final class SQLiteSessionStore: SessionStore {
         try using(writer) { connection throws(SessionStoreError) -> Set<String> in
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
-                let stale = try apply(writes, on: connection)
+                var settled: [String] = []
+                let lastRow = journal.withLock { $0.lastRow }
+                let stale = try apply(writes, on: connection, settling: &settled)
+                let appended = Int(journal.withLock { $0.lastRow } - lastRow)
+                let deletedThrough = try foldOldestJournalRows(appended: appended, on: connection, settling: &settled)
                 try connection.execute("COMMIT")
+                // Only now: a load that read the journal before this commit must still find the
+                // folded rows there, and one that reads it after finds them in the history.
+                journal.withLock { journal in
+                    for id in settled { journal.forget(id) }
+                    if let deletedThrough { journal.deleted(through: deletedThrough) }
+                }
                 return stale
             } catch {
                 try? connection.execute("ROLLBACK")
+                // The rows numbered for the batch were not written.
+                if let rows = try? Self.readJournal(connection) { journal.withLock { $0 = rows } }
                 throw error
             }
         }
     }
 
+    /// The journal's rows as the table holds them, all unfolded (those of sessions folded before
+    /// a crash are folded again, to the same keys).
+    private static func readJournal(_ connection: SQLiteConnection) throws(SessionStoreError) -> HistoryJournal {
+        let statement = try connection.statement("SELECT row, id FROM journal ORDER BY row")
+        defer { statement.reset() }
+        var rows: [(row: Int64, id: String)] = []
+        while try statement.next() { rows.append((statement.int64(0), statement.text(1))) }
+        return HistoryJournal(rows: rows)
+    }
+
     /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
     /// A session's versions in the batch become one history row (a chunk) and one update of its
     /// row.
-    private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection) throws(SessionStoreError) -> Set<String> {
+    private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection,
+                       settling settled: inout [String]) throws(SessionStoreError) -> Set<String> {
         let batch = SessionBatch(writes)
         var stale: Set<String> = []
         /// Whether each session touched so far exists (created, deleted or looked up in this batch).
@@ -187,8 +229,16 @@ public final class SQLiteSessionStore: SessionStore {
                     continue
                 }
                 exists[id] = true
-                try insertChunk(id: id, HistoryChunk(entries: entries), on: connection)
-                try trimHistory(id: id, firstVersion: entries[0].version, lastVersion: version, on: connection)
+                let row = journal.withLock { $0.append(id: id) }
+                let append = try connection.statement("""
+                    INSERT INTO journal(row, id, first_version, last_version, versions) VALUES (?, ?, ?, ?, ?)
+                    """)
+                append.bind(1, row)
+                append.bind(2, id)
+                append.bind(3, entries[0].version)
+                append.bind(4, version)
+                append.bind(5, blob: HistoryChunk(entries: entries).encoded())
+                try append.run()
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
                 statement.bind(1, lastActivity)
@@ -196,6 +246,7 @@ public final class SQLiteSessionStore: SessionStore {
                 try statement.run()
             case .delete(let id):
                 try delete(id: id, on: connection)
+                settled.append(id)
                 exists[id] = false
             case .release:
                 // One process owns the file: nothing to hand over.
@@ -206,24 +257,76 @@ public final class SQLiteSessionStore: SessionStore {
     }
 
     private func insertChunk(id: String, _ chunk: HistoryChunk, on connection: SQLiteConnection) throws(SessionStoreError) {
+        try insertChunk(id: id, firstVersion: chunk.entries[0].version, lastVersion: chunk.entries[chunk.entries.count - 1].version,
+                        versions: chunk.encoded(), on: connection)
+    }
+
+    private func insertChunk(id: String, firstVersion: UInt64, lastVersion: UInt64, versions: [UInt8],
+                             on connection: SQLiteConnection) throws(SessionStoreError) {
         let statement = try connection.statement("""
             INSERT OR REPLACE INTO history(id, first_version, last_version, versions) VALUES (?, ?, ?, ?)
             """)
         statement.bind(1, id)
-        statement.bind(2, chunk.entries[0].version)
-        statement.bind(3, chunk.entries[chunk.entries.count - 1].version)
-        statement.bind(4, blob: chunk.encoded())
+        statement.bind(2, firstVersion)
+        statement.bind(3, lastVersion)
+        statement.bind(4, blob: versions)
         try statement.run()
     }
 
-    /// Drops the chunks that hold only versions older than the history keeps, when it is time to.
-    private func trimHistory(id: String, firstVersion: UInt64, lastVersion: UInt64,
-                             on connection: SQLiteConnection) throws(SessionStoreError) {
-        guard let through = HistoryChunk.trimmedThrough(firstVersion: firstVersion, lastVersion: lastVersion,
-                                                        capacity: historyCapacity) else { return }
+    /// Folds the sessions whose oldest journal row fell out of the window into their history,
+    /// oldest first, until it has folded twice the rows the commit appended (at least one
+    /// session): the journal keeps near its window, and sessions whose rows fall out together do
+    /// not make one commit long. Then deletes the journal's rows before the oldest still unfolded,
+    /// as one range.
+    /// - Returns: the last row deleted, if any were.
+    private func foldOldestJournalRows(appended: Int, on connection: SQLiteConnection,
+                                       settling settled: inout [String]) throws(SessionStoreError) -> Int64? {
+        let (cutoff, due) = journal.withLock { journal -> (Int64, [(id: String, rows: Int)]) in
+            let cutoff = journal.lastRow - Int64(journalWindow)
+            guard cutoff > journal.deletedThrough else { return (0, []) }
+            return (cutoff, journal.sessions(withRowsThrough: cutoff).map { ($0, journal.rows[$0]?.count ?? 0) })
+        }
+        guard !due.isEmpty else { return nil }
+        var folded = 0
+        var through = cutoff
+        for (index, session) in due.enumerated() {
+            if index > 0 && folded >= 2 * appended {
+                // Rows from the oldest session left unfolded on stay.
+                through = min(cutoff, (journal.withLock { $0.rows[session.id]?.first } ?? cutoff + 1) - 1)
+                break
+            }
+            try fold(session.id, on: connection)
+            settled.append(session.id)
+            folded += session.rows
+        }
+        guard through > journal.withLock({ $0.deletedThrough }) else { return nil }
+        let delete = try connection.statement("DELETE FROM journal WHERE row <= ?")
+        delete.bind(1, through)
+        try delete.run()
+        return through
+    }
+
+    /// Copies the session's unfolded journal rows into its history, each as the chunk it is, and
+    /// drops the history's chunks older than it keeps. A deleted session's rows are left to the
+    /// range deletion.
+    private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
+        guard try contains(id: id, on: connection) else { return }
+        let rows = journal.withLock { $0.rows[id] ?? [] }
+        let read = try connection.statement("SELECT first_version, last_version, versions FROM journal WHERE row = ?")
+        var latest: UInt64 = 0
+        for row in rows {
+            read.reset()
+            read.bind(1, row)
+            guard try read.next() else { continue }
+            let lastVersion = read.uint64(1)
+            try insertChunk(id: id, firstVersion: read.uint64(0), lastVersion: lastVersion, versions: read.blob(2), on: connection)
+            latest = max(latest, lastVersion)
+        }
+        read.reset()
+        guard latest >= UInt64(historyCapacity) else { return }
         let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
         trim.bind(1, id)
-        trim.bind(2, through)
+        trim.bind(2, latest - UInt64(historyCapacity))
         try trim.run()
     }
 
@@ -232,6 +335,12 @@ public final class SQLiteSessionStore: SessionStore {
             let statement = try connection.statement("DELETE FROM \(table) WHERE id = ?")
             statement.bind(1, id)
             try statement.run()
+        }
+        let rows = try connection.statement("DELETE FROM journal WHERE row = ?")
+        for row in journal.withLock({ $0.rows[id] ?? [] }) {
+            rows.reset()
+            rows.bind(1, row)
+            try rows.run()
         }
     }
 
@@ -271,6 +380,7 @@ public final class SQLiteSessionStore: SessionStore {
                 try? connection.execute("ROLLBACK")
                 throw error
             }
+            journal.withLock { journal in for id in deleted { journal.forget(id) } }
             return deleted
         }
     }
@@ -278,8 +388,10 @@ public final class SQLiteSessionStore: SessionStore {
     // MARK: - Reading
 
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
-        try using(reader) { connection throws(SessionStoreError) -> StoredSession? in
-            // One read transaction, so the three reads see one commit.
+        // Read before the transaction begins: rows folded since are then in the history it reads.
+        let journalRows = journal.withLock { $0.rows[id] ?? [] }
+        return try using(reader) { connection throws(SessionStoreError) -> StoredSession? in
+            // One read transaction, so the reads see one commit.
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
             let session = try connection.statement("""
@@ -300,6 +412,24 @@ public final class SQLiteSessionStore: SessionStore {
                     throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
                 }
                 entries += chunk.entries
+            }
+            let journaled = try connection.statement("SELECT versions FROM journal WHERE row = ? AND id = ?")
+            for row in journalRows {
+                journaled.reset()
+                journaled.bind(1, row)
+                journaled.bind(2, id)
+                guard try journaled.next() else { continue }
+                guard let chunk = HistoryChunk(decoding: journaled.blob(0)) else {
+                    journaled.reset()
+                    throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
+                }
+                entries += chunk.entries
+            }
+            journaled.reset()
+            // A version folded into the history may also be read from the journal.
+            entries.sort { $0.version < $1.version }
+            entries = entries.enumerated().compactMap { index, entry in
+                index > 0 && entries[index - 1].version == entry.version ? nil : entry
             }
             let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
             actions.bind(1, id)
@@ -328,6 +458,27 @@ public final class SQLiteSessionStore: SessionStore {
             defer { statement.reset() }
             _ = try statement.next()
             return Int(statement.int64(0))
+        }
+    }
+
+    /// How many rows `table` holds (of session `id`, when given): for tests of the store's layout.
+    func rowCount(of table: String, id: String? = nil) throws(SessionStoreError) -> Int {
+        try using(reader) { connection throws(SessionStoreError) -> Int in
+            let statement = try connection.statement("SELECT count(*) FROM \(table)" + (id == nil ? "" : " WHERE id = ?"))
+            if let id { statement.bind(1, id) }
+            defer { statement.reset() }
+            _ = try statement.next()
+            return Int(statement.int64(0))
+        }
+    }
+
+    /// The schema the file says it has.
+    func schema() throws(SessionStoreError) -> Int {
+        try using(reader) { connection throws(SessionStoreError) -> Int in
+            let statement = try connection.statement("SELECT value FROM meta WHERE key = 'schema'")
+            defer { statement.reset() }
+            _ = try statement.next()
+            return Int(statement.text(0)) ?? 0
         }
     }
 

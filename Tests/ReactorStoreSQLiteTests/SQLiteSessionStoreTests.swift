@@ -169,4 +169,106 @@ import Testing
         _ = try store.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])
         #expect(try store.load(id: "s\(created)")?.state == big)
     }
+
+    /// One version of `id` per commit, `a` and `b` in turn, through a journal of `window` rows.
+    private func versions(_ range: ClosedRange<UInt64>, of ids: [String], on store: SQLiteSessionStore) throws {
+        for version in range {
+            _ = try store.commit(ids.map { id in
+                .version(id: id, version: version, state: bytes("\(id)\(version)"), startedThrough: version, producedBy: version,
+                         lastActivity: Int64(version))
+            })
+        }
+    }
+
+    private func expectHistory(of id: String, through version: UInt64, capacity: UInt64, in store: SQLiteSessionStore,
+                               sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let loaded = try #require(try store.load(id: id), sourceLocation: sourceLocation)
+        let kept = Array((version + 1 > capacity ? version + 1 - capacity : 0)...version)
+        #expect(loaded.version == version, sourceLocation: sourceLocation)
+        #expect(loaded.state == bytes("\(id)\(version)"), sourceLocation: sourceLocation)
+        #expect(loaded.history.map(\.version) == kept, sourceLocation: sourceLocation)
+        #expect(loaded.history.map(\.state) == kept.map { $0 == 0 ? bytes("0") : bytes("\(id)\($0)") }, sourceLocation: sourceLocation)
+        #expect(loaded.history.map(\.producedBy) == kept, sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: [["a", "b"], ["a", "b", "c", "d", "e", "f", "g"]])
+    func versionsFoldFromTheJournalIntoTheHistoryAndLoadOnceWhereverTheyAre(ids: [String]) throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 5, journalWindow: 3)
+        _ = try store.commit(ids.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+        for version in 1...20 as ClosedRange<UInt64> {
+            try versions(version...version, of: ids, on: store)
+            for id in ids { try expectHistory(of: id, through: version, capacity: 5, in: store) }
+            // The window, and at most the rows of one commit beyond it.
+            #expect(try store.rowCount(of: "journal") <= 3 + ids.count)
+        }
+        // Folding trims the history to what it keeps.
+        #expect(try store.rowCount(of: "history") <= ids.count * (5 + 3))
+    }
+
+    @Test func aReopenedStoreFoldsWhatItsJournalStillHeldAndLoadsEachVersionOnce() throws {
+        do {
+            // No fold: everything stays in the journal, as a crash would leave it.
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 6, journalWindow: 1000)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            try versions(1...4, of: ["a"], on: store)
+        }
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 6, journalWindow: 2)
+            try expectHistory(of: "a", through: 4, capacity: 6, in: store)
+            // Folds, leaving rows of the folded session in the journal until the range passes them.
+            try versions(5...9, of: ["a"], on: store)
+            try expectHistory(of: "a", through: 9, capacity: 6, in: store)
+        }
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 6, journalWindow: 2)
+        try expectHistory(of: "a", through: 9, capacity: 6, in: store)
+        try versions(10...12, of: ["a"], on: store)
+        try expectHistory(of: "a", through: 12, capacity: 6, in: store)
+    }
+
+    @Test func aCommitFoldsNoMoreThanItsShareAndTheRestWaitsInTheJournal() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 1000)
+            _ = try store.commit(["a", "b", "c", "d"].map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+            try versions(1...10, of: ["a", "b", "c"], on: store)
+        }
+        // Thirty rows (a1 b1 c1 a2 ... c10), all due once the window is 2; a commit of one row may
+        // fold two rows' worth: one session at a time, and only the rows before the oldest
+        // unfolded one go. So 30 rows stay (a1, then b1, deleted; d1, d2 added) until c is folded.
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 2)
+        for (version, rowsLeft) in zip(1...4 as ClosedRange<UInt64>, [30, 30, 3, 2]) {
+            try versions(version...version, of: ["d"], on: store)
+            #expect(try store.rowCount(of: "journal") == rowsLeft)
+            for id in ["a", "b", "c"] { try expectHistory(of: id, through: 10, capacity: 8, in: store) }
+            try expectHistory(of: "d", through: version, capacity: 8, in: store)
+        }
+    }
+
+    @Test func aDeletedSessionLeavesNothingInTheJournalOrTheHistory() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
+        _ = try store.commit(["a", "b"].map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+        try versions(1...3, of: ["a", "b"], on: store)
+        _ = try store.commit([.delete(id: "a")])
+        try versions(4...8, of: ["b"], on: store)
+        #expect(try store.load(id: "a") == nil)
+        #expect(try store.rowCount(of: "history", id: "a") == 0)
+        #expect(try store.rowCount(of: "journal", id: "a") == 0)
+        try expectHistory(of: "b", through: 8, capacity: 4, in: store)
+    }
+
+    @Test func aStoreOfTheFirstSchemaIsUpgradedInPlaceWithItsSessions() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            store.close()
+        }
+        // As the first schema left it: no journal, schema 1.
+        do {
+            let connection = try SQLiteConnection(path: path(), create: false)
+            try connection.execute("DROP TABLE journal; UPDATE meta SET value = '1' WHERE key = 'schema'")
+        }
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
+        try versions(1...6, of: ["a"], on: store)
+        try expectHistory(of: "a", through: 6, capacity: 4, in: store)
+        #expect(try store.schema() == SQLiteSessionStore.schemaVersion)
+    }
 }
