@@ -413,8 +413,12 @@ public final class SQLiteSessionStore: SessionStore {
                 }
                 entries += chunk.entries
             }
+            // Newest first, until they hold as many versions as the history keeps: a busy session
+            // can have a whole window of rows there.
             let journaled = try connection.statement("SELECT versions FROM journal WHERE row = ? AND id = ?")
-            for row in journalRows {
+            var newest: [[SessionBatch.Version]] = []
+            var journaledVersions = 0
+            for row in journalRows.reversed() where journaledVersions < historyCapacity {
                 journaled.reset()
                 journaled.bind(1, row)
                 journaled.bind(2, id)
@@ -423,9 +427,11 @@ public final class SQLiteSessionStore: SessionStore {
                     journaled.reset()
                     throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
                 }
-                entries += chunk.entries
+                newest.append(chunk.entries)
+                journaledVersions += chunk.entries.count
             }
             journaled.reset()
+            entries += newest.reversed().joined()
             // A version folded into the history may also be read from the journal.
             entries.sort { $0.version < $1.version }
             entries = entries.enumerated().compactMap { index, entry in

@@ -243,6 +243,14 @@ import Testing
         }
     }
 
+    @Test func aSessionWithManyJournalRowsLoadsTheVersionsItKeeps() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 3, journalWindow: 1000)
+        _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+        try versions(1...40, of: ["a"], on: store)
+        #expect(try store.rowCount(of: "journal") == 40)
+        try expectHistory(of: "a", through: 40, capacity: 3, in: store)
+    }
+
     @Test func aDeletedSessionLeavesNothingInTheJournalOrTheHistory() throws {
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
         _ = try store.commit(["a", "b"].map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
