@@ -33,6 +33,8 @@ public final class SQLiteSessionStore: SessionStore {
     private let journal: Locked<HistoryJournal>
     /// How many journal rows are kept before the oldest are folded and deleted.
     private let journalWindow: Int
+    /// Copies the write-ahead log into the database beside the commits.
+    private let checkpointer: WALCheckpointer
 
     /// Opens the store at `path`, creating it (and its directory) when missing.
     /// - Parameters:
@@ -51,6 +53,8 @@ public final class SQLiteSessionStore: SessionStore {
         try Self.checkSchema(writer)
         try writer.execute("PRAGMA journal_mode=WAL")
         try writer.execute("PRAGMA synchronous=FULL")
+        // Checkpoints run beside the commits (``WALCheckpointer``), not inside one.
+        try writer.execute("PRAGMA wal_autocheckpoint=0")
         if let maxPageCount { try writer.execute("PRAGMA max_page_count=\(maxPageCount)") }
         try writer.execute("""
             BEGIN IMMEDIATE;
@@ -75,8 +79,13 @@ public final class SQLiteSessionStore: SessionStore {
             """)
         journal = Locked(try Self.readJournal(writer))
         let reader = try SQLiteConnection(path: path, create: false)
+        checkpointer = try WALCheckpointer(path: path)
         self.writer = Locked(writer)
         self.reader = Locked(reader)
+    }
+
+    deinit {
+        checkpointer.stop()
     }
 
     /// Refuses an existing file that does not start as a SQLite database, before SQLite opens
@@ -143,6 +152,10 @@ public final class SQLiteSessionStore: SessionStore {
                 let appended = Int(journal.withLock { $0.lastRow } - lastRow)
                 let deletedThrough = try foldOldestJournalRows(appended: appended, on: connection, settling: &settled)
                 try connection.execute("COMMIT")
+                var frames: Int32 = 0
+                var highest: Int32 = 0
+                sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_WRITE, &frames, &highest, 1)
+                if checkpointer.committed(frames: Int(frames)) { checkpointer.finish(on: connection) }
                 // Only now: a load that read the journal before this commit must still find the
                 // folded rows there, and one that reads it after finds them in the history.
                 journal.withLock { journal in
@@ -489,6 +502,7 @@ public final class SQLiteSessionStore: SessionStore {
     }
 
     public func close() {
+        checkpointer.stop()
         writer.withLock { connection in
             // Folds the write-ahead log into the database, so a backup of the file alone is whole.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

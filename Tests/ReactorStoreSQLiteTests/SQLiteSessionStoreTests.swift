@@ -251,6 +251,26 @@ import Testing
         try expectHistory(of: "a", through: 40, capacity: 3, in: store)
     }
 
+    private func fileSize(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+
+    @Test func theLogIsCopiedIntoTheDatabaseBesideTheCommitsAndStartsOverOnceLong() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+        let sizeBefore = fileSize(path())
+        // More pages than a pass of the checkpoint thread waits for, fewer than the writer's own.
+        try versions(1...200, of: ["a"], on: store)
+        // The thread's pass copies pages into the database file, while no commit is running.
+        let deadline = Date().addingTimeInterval(10)
+        while fileSize(path()) <= sizeBefore && Date() < deadline { usleep(5_000) }
+        #expect(fileSize(path()) > sizeBefore)
+        try versions(201...2500, of: ["a"], on: store)
+        let frame = 4096 + 24
+        #expect(fileSize(path() + "-wal") <= (WALCheckpointer.framesBeforeRestart + 2 * WALCheckpointer.framesPerPass) * frame)
+        try expectHistory(of: "a", through: 2500, capacity: 4, in: store)
+    }
+
     @Test func aDeletedSessionLeavesNothingInTheJournalOrTheHistory() throws {
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
         _ = try store.commit(["a", "b"].map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
