@@ -183,8 +183,9 @@ public final class SQLiteSessionStore: SessionStore {
     }
 
     /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
-    /// A session's versions in the batch become one history row (a chunk) and one update of its
-    /// row.
+    /// A session's versions in the batch become one journal row (a chunk) and one update of its
+    /// row; the sessions it deletes are added to `settled`, whose journal entries go once the
+    /// batch is committed.
     private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection,
                        settling settled: inout [String]) throws(SessionStoreError) -> Set<String> {
         let batch = SessionBatch(writes)
