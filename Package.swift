@@ -191,7 +191,7 @@ let package = Package(
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
-            dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON", "MicroHTTP",
+            dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "ReactorClient", "SortedJSON", "MicroHTTP",
                            "Locking", "ProcessSpawning", "TestSupport",
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Tracing", package: "swift-distributed-tracing"),

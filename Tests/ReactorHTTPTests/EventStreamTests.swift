@@ -11,7 +11,7 @@ struct EventStreamTests {
         let id = try await client.create("counter")
         let stream = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events")
         let first = await stream.wait { !$0.isEmpty }
-        #expect(first.first?.event == "state")
+        #expect(first.first?.name == "state")
         #expect(first.first?.version == 0)
         #expect(stream.retry == 3000)
 
@@ -138,7 +138,7 @@ struct EventStreamTests {
         await stream.wait { !$0.isEmpty }
         _ = try await client.send("DELETE", "/reactors/\(id)")
         let events = await stream.waitForEnd()
-        #expect(events.last?.event == "end")
+        #expect(events.last?.name == "end")
         #expect(events.last?.json["reason"] as? String == "deleted")
         #expect(stream.isFinished)
     }
@@ -153,7 +153,7 @@ struct EventStreamTests {
         #expect(status == .exited(0))
         for stream in streams {
             let events = await stream.waitForEnd()
-            #expect(events.last?.event == "end")
+            #expect(events.last?.name == "end")
             #expect(events.last?.json["reason"] as? String == "shutdown")
         }
     }

@@ -87,7 +87,7 @@ import Testing
         _ = server.service.table.remove(id)
         instance.dispose(.expired)
         let events = await stream.waitForEnd()
-        #expect(events.last?.event == "end")
+        #expect(events.last?.name == "end")
         #expect(events.last?.json["reason"] as? String == "expired")
     }
 }

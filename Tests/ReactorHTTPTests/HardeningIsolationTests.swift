@@ -123,8 +123,8 @@ final class HostileReactor: Reactor {
         await stream.wait { !$0.isEmpty }
 
         #expect(try await client.post("/reactors/\(hostile)/actions", #""fail""#).status == 202)
-        let events = await stream.wait { $0.contains { $0.event == "error" } }
-        let error = try #require(events.first { $0.event == "error" })
+        let events = await stream.wait { $0.contains { $0.name == "error" } }
+        let error = try #require(events.first { $0.name == "error" })
         #expect((error.json["type"] as? String)?.hasSuffix("mutation-failed") == true)
 
         let ticked = try await client.post("/reactors/\(hostile)/actions?wait=true", #""tick""#)

@@ -15,8 +15,8 @@ struct LimitsAndErrorsTests {
         let toggled = try await client.post("/reactors/\(id)/actions", #"{"toggle":{"id":"no-such-task"}}"#)
         #expect(toggled.status == 202)
         let failing = try #require(toggled.json["seq"] as? Int)
-        let events = await stream.wait { $0.contains { $0.event == "error" } }
-        let error = try #require(events.first { $0.event == "error" })
+        let events = await stream.wait { $0.contains { $0.name == "error" } }
+        let error = try #require(events.first { $0.name == "error" })
         #expect(error.json["type"] as? String == "urn:reactor-server:problem:mutation-failed")
         #expect(error.json["action"] as? Int == failing)
         #expect((error.json["detail"] as? String)?.contains("no-such-task") == true)

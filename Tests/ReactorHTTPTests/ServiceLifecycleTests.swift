@@ -29,7 +29,7 @@ import Testing
         try await running.value
         // The stream ended with the shutdown reason, and the port no longer answers.
         let events = await stream.waitForEnd()
-        #expect(events.last?.event == "end")
+        #expect(events.last?.name == "end")
         #expect(events.last?.json["reason"] as? String == "shutdown")
         await #expect(throws: (any Error).self) { try await client.get("/healthz") }
     }

@@ -1,72 +1,14 @@
 import Foundation
 import Locking
 import ProcessSpawning
+import ReactorClient
 
-/// One server-sent event as a client sees it.
-struct ServerSentEvent: Sendable, Equatable {
-    var id: String?
-    var event: String = "message"
-    var data: String = ""
-
+/// What the tests read off a server-sent event (the event and its parser are the Swift client's).
+extension ServerSentEvent {
     var version: UInt64? { id.flatMap(UInt64.init) }
 
     var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(data.utf8))) as? [String: Any] ?? [:]
-    }
-}
-
-/// Parses the `text/event-stream` format line by line (WHATWG HTML §9.2.6).
-struct EventStreamParser {
-    private var buffer: [UInt8] = []
-    private var current = ServerSentEvent()
-    private var dataLines: [String] = []
-    private(set) var comments: [String] = []
-    private(set) var retry: Int?
-
-    mutating func feed(_ bytes: some Sequence<UInt8>) -> [ServerSentEvent] {
-        var events: [ServerSentEvent] = []
-        for byte in bytes {
-            if byte == 0x0A {
-                var line = buffer
-                if line.last == 0x0D { line.removeLast() }
-                buffer.removeAll(keepingCapacity: true)
-                if let event = process(String(decoding: line, as: UTF8.self)) { events.append(event) }
-            } else {
-                buffer.append(byte)
-            }
-        }
-        return events
-    }
-
-    private mutating func process(_ line: String) -> ServerSentEvent? {
-        if line.isEmpty {
-            defer { current = ServerSentEvent(); dataLines = [] }
-            guard !dataLines.isEmpty else { return nil }
-            current.data = dataLines.joined(separator: "\n")
-            return current
-        }
-        if line.hasPrefix(":") {
-            comments.append(String(line.dropFirst()).trimmingCharacters(in: .whitespaces))
-            return nil
-        }
-        let field: Substring
-        var value: Substring
-        if let colon = line.firstIndex(of: ":") {
-            field = line[..<colon]
-            value = line[line.index(after: colon)...]
-            if value.first == " " { value = value.dropFirst() }
-        } else {
-            field = line[...]
-            value = ""
-        }
-        switch field {
-        case "id": current.id = String(value)
-        case "event": current.event = String(value)
-        case "data": dataLines.append(String(value))
-        case "retry": retry = Int(value)
-        default: break
-        }
-        return nil
     }
 }
 
@@ -83,7 +25,6 @@ final class EventStreamClient: Sendable {
 
     private struct Received {
         var events: [ServerSentEvent] = []
-        var comments: [String] = []
         var retry: Int?
         var finished = false
         var waiters: [Waiter] = []
@@ -104,14 +45,13 @@ final class EventStreamClient: Sendable {
         self.process = process
         let received = self.received
         Thread.detachNewThread {
-            var parser = EventStreamParser()
+            var parser = ServerSentEventParser()
             while true {
                 let bytes = process.readOutput()
                 let events = parser.feed(bytes)
                 let ready = received.withLock { state in
                     state.events += events
-                    state.comments = parser.comments
-                    state.retry = parser.retry
+                    state.retry = parser.retryMilliseconds
                     if bytes.isEmpty { state.finished = true }
                     return state.satisfiedWaiters()
                 }
@@ -123,7 +63,6 @@ final class EventStreamClient: Sendable {
 
     /// Everything received so far.
     var events: [ServerSentEvent] { received.withLock { $0.events } }
-    var comments: [String] { received.withLock { $0.comments } }
     var retry: Int? { received.withLock { $0.retry } }
     var isFinished: Bool { received.withLock { $0.finished } }
 
