@@ -229,6 +229,12 @@ def test_kill_9_under_load_moves_sessions_after_the_lease_and_loses_no_acknowled
     values = settled_values(cluster, counters, timeout=30)
     check_counts(load, values)
     assert all(owner(cluster, i) != cluster.node_ids[victim] for i in victims)
+    # The proxy met the dead node (it shows in the access log: a 502 from one node, then the
+    # next node's answer), and its error log names no instance.
+    assert any("502" in passage.upstream_statuses and len(passage.upstreams) > 1 for passage in cluster.passages())
+    errors = cluster.nginx.error_log.read_text(errors="replace")
+    named = [instance_id[:6] for instance_id in counters if instance_id in errors]
+    assert not named, f"nginx's error log names whole instance ids ({named}):\n{errors[-2000:]}"
     print(f"failover: {len(victims)} sessions served again {failover:.2f} s after kill -9 "
           f"(lease {LEASE_S} s); {sum(load.acknowledged.values())} acknowledged, {load.refused} refused")
 
