@@ -8,15 +8,26 @@ import Synchronization
 /// One connection to PostgreSQL, lent to one caller at a time and made again when it was lost,
 /// used synchronously from the store's own threads and callers' threads (never from an event
 /// loop): a session store's calls block, as SQLite's do.
+///
+/// A call that has no answer within ``timeout`` (a server that hangs, a network that drops
+/// packets rather than refusing them) closes the connection, which fails what it was waiting
+/// for: the caller hears ``SessionStoreError/Kind/unavailable`` instead of waiting for ever, and
+/// the next call connects again.
 final class PostgresLink: Sendable {
+    /// How long a call may wait for the server by default: longer than any query takes here,
+    /// short enough that a request waiting on a hung server is answered (`503`) within seconds.
+    static let defaultTimeout: Duration = .seconds(10)
+
     private static let nextID = Atomic<Int>(1)
     private let location: PostgresLocation
     private let logger: Logger
+    private let timeout: Duration
     private let connection = Locked<PostgresConnection?>(nil)
 
-    init(location: PostgresLocation, logger: Logger) {
+    init(location: PostgresLocation, logger: Logger, timeout: Duration = PostgresLink.defaultTimeout) {
         self.location = location
         self.logger = logger
+        self.timeout = timeout
     }
 
     /// Runs `body` on the connection, connecting first when there is none or it was closed.
@@ -32,10 +43,19 @@ final class PostgresLink: Sendable {
                     live = try connect()
                     current = live
                 }
+                let expired = Locked(false)
+                let deadline = live.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: timeout.nanoseconds))) {
+                    expired.withLock { $0 = true }
+                    live.close().whenComplete { _ in }
+                }
+                defer { deadline.cancel() }
                 do {
                     return .success(try body(live))
                 } catch {
                     if live.isClosed { current = nil }
+                    if expired.withLock({ $0 }) {
+                        throw SessionStoreError(.unavailable, "PostgreSQL at \(location) did not answer within \(timeout); the connection was closed")
+                    }
                     throw error
                 }
             } catch let error as SessionStoreError {
@@ -66,8 +86,10 @@ final class PostgresLink: Sendable {
 
     private func connect() throws -> PostgresConnection {
         let id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        var configuration = location.connectionConfiguration
+        configuration.options.connectTimeout = .nanoseconds(Int64(clamping: timeout.nanoseconds))
         return try PostgresConnection.connect(
-            on: PostgresConnection.defaultEventLoopGroup.any(), configuration: location.connectionConfiguration,
+            on: PostgresConnection.defaultEventLoopGroup.any(), configuration: configuration,
             id: id, logger: logger
         ).wait()
     }

@@ -233,6 +233,30 @@ struct PostgresSessionStoreTests {
             #expect(error.message.contains("postgres://reactor@127.0.0.1:1/reactor"))
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aServerThatStopsAnsweringFailsTheCallWithinTheTimeoutAndTheNextCallConnectsAgain() throws {
+        let logger = Logger(label: "test")
+        let link = PostgresLink(location: location, logger: logger, timeout: .seconds(1))
+        let backendPID: @Sendable (PostgresConnection) throws -> Int32 = { connection in
+            try #require(try connection.run("SELECT pg_backend_pid()", logger: logger).rows.first).decode(Int32.self)
+        }
+        let backend = try link.run(backendPID)
+        // The server process serving this connection stops, as a hung server would: the socket
+        // stays open, and nothing answers.
+        #expect(kill(pid_t(backend), SIGSTOP) == 0)
+        defer { kill(pid_t(backend), SIGCONT) }
+        let started = ContinuousClock.now
+        let error = #expect(throws: SessionStoreError.self) {
+            try link.run { connection in try connection.run("SELECT 1", logger: logger) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(error?.kind == .unavailable)
+        #expect(error?.message.contains("did not answer within 1.0 seconds") == true)
+        kill(pid_t(backend), SIGCONT)
+        // The next call connects again, to another server process.
+        #expect(try link.run(backendPID) != backend)
+    }
 }
 
 /// `--store postgres://…` values.
