@@ -52,6 +52,9 @@ public final class PostgresSessionStore: SessionStore {
     /// The channel's name.
     static let handOverChannel = "reactor_handover"
 
+    /// How many idle sessions one statement of ``deleteIdle(before:excluding:)`` deletes at most.
+    private let idleDeletionBatch: Int
+
     /// Connects, creates or checks the schema, and starts renewing leases.
     /// - Parameters:
     ///   - node: this node's name; a node that restarts under the same name takes its sessions
@@ -59,9 +62,13 @@ public final class PostgresSessionStore: SessionStore {
     ///   - lease: how long a claim lasts unless renewed (`--lease-s`): after a node dies, its
     ///     sessions move to others within about that long.
     ///   - historyCapacity: versions kept per session for replay (at least the latest).
+    ///   - idleDeletionBatch: how many idle sessions one statement of
+    ///     ``deleteIdle(before:excluding:)`` deletes at most.
     /// - Throws: ``SessionStoreError`` naming the database and what is wrong.
     public init(location: PostgresLocation, node: String, lease: Duration, historyCapacity: Int,
+                idleDeletionBatch: Int = 1_000,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
+        self.idleDeletionBatch = max(1, idleDeletionBatch)
         self.location = location
         self.node = node
         self.lease = lease
@@ -290,15 +297,27 @@ public final class PostgresSessionStore: SessionStore {
     }
 
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
+        // In batches, each a call of its own: a sweep after a long quiet spell can find many, and
+        // one statement deleting them all could outlast the link's timeout and hold up commits.
+        var deleted: [String] = []
+        while true {
+            let batch = try deleteIdleBatch(before: cutoff, excluding: excluding)
+            deleted += batch
+            if batch.count < idleDeletionBatch { return deleted }
+        }
+    }
+
+    private func deleteIdleBatch(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         let logger = self.logger
         let live = Array(excluding)
+        let limit = idleDeletionBatch
         return try writer.run { connection -> [String] in
             // Not those another node serves: its lease is live, and it keeps their activity.
             let result = try connection.run("""
                 WITH doomed AS (
                     SELECT id FROM reactor_sessions
                     WHERE last_activity < \(cutoff) AND (lease_until IS NULL OR lease_until < now()) AND NOT (id = ANY(\(live)))
-                    ORDER BY id FOR UPDATE SKIP LOCKED),
+                    ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
                 gone AS (DELETE FROM reactor_sessions WHERE id IN (SELECT id FROM doomed) RETURNING id),
                 history AS (DELETE FROM reactor_history WHERE id IN (SELECT id FROM gone)),
                 actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone))
