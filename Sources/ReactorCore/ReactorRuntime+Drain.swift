@@ -200,6 +200,11 @@ extension ReactorRuntime {
                 publish(state)
             case .taskFinished(let taskID, let failure):
                 runtime.finishTask(taskID, failure: failure)
+            case .mutations(let mutations):
+                engine.producingSequence = 0
+                if case .waiting(let rest) = apply(mutations, sequence: 0) {
+                    runtime.spawn(rest, sequence: 0, reactor: reactor)
+                }
             case .addObserver(let id):
                 let (observer, synced) = runtime.shared.withLock { shared -> (StateObserver?, Synced) in
                     let observer = shared.waitingObservers.removeValue(forKey: id)

@@ -8,6 +8,9 @@ extension ReactorRuntime {
         case stubState(R.State)
         case taskFinished(UInt64, failure: MutationFailure?)
         case addObserver(UInt64)
+        /// Mutations that belong to no action (a recovery hook's), applied in turn with the
+        /// actions as an action's are: the immediate part at once, the rest in a task.
+        case mutations(Mutations<R.Mutation>)
     }
 
     @usableFromInline struct StateObserver: Sendable {

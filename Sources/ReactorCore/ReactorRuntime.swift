@@ -498,11 +498,11 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         start(reactor, restoring: Restored(state: state, version: version, sequence: sequence))
     }
 
-    /// Applies mutations that belong to no action (a recovery hook's), as an action's would be.
-    /// They count as in flight under sequence 0, which no action has, until they finish.
+    /// Applies mutations that belong to no action (a recovery hook's), as an action's would be,
+    /// in turn with the actions: those sent after this call see their immediate part applied.
+    /// What must wait counts as in flight under sequence 0, which no action has, until it finishes.
     package func apply(_ mutations: Mutations<R.Mutation>, reactor: R) {
-        ensureStarted(reactor)
-        spawn(mutations, sequence: 0, reactor: reactor)
+        _ = submit(reactor: reactor) { _ in .mutations(mutations) }
     }
 
     /// Whether any action's mutations are still running or queued (actions sent and not yet

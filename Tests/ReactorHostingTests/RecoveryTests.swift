@@ -84,6 +84,28 @@ import Testing
         #expect(try store.load(id: "BBBBBBBBBBBBBBBBBBBBBB")?.pendingActions.isEmpty == true)
     }
 
+    @Test func theRecoveryHooksMutationsComeBeforeTheActionsSentAfterActivation() async throws {
+        // The increase (seq 1) was cut off after its first state: the hook changes the value.
+        _ = try store.commit([
+            .create(id: "EEEEEEEEEEEEEEEEEEEEEE", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .accept(id: "EEEEEEEEEEEEEEEEEEEEEE", seq: 1, action: Array(#""increase""#.utf8)),
+            .version(id: "EEEEEEEEEEEEEEEEEEEEEE", version: 1, state: state(value: 0, isLoading: true),
+                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        // The first request's action, waited for: its state already holds the hook's change, as
+        // the hook's mutations were applied before it (not in a task that may run after it).
+        let instance = try #require(try host.instance(id: "EEEEEEEEEEEEEEEEEEEEEE"))
+        let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
+        await withCheckedContinuation { continuation in
+            instance.whenSettled(receipt) { continuation.resume() }
+        }
+        let settled = try JSONDecoder().decode(CounterReactor.State.self, from: Data(instance.timeline.latest.json))
+        #expect(settled.value == 2)
+        #expect(!settled.isLoading)
+    }
+
     @Test func aRestoredInstanceResumesItsVersionsAndReplaysItsStoredHistory() async throws {
         _ = try store.commit([
             .create(id: "CCCCCCCCCCCCCCCCCCCCCC", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
