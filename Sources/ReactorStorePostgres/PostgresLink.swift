@@ -52,10 +52,12 @@ final class PostgresLink: Sendable {
                 do {
                     return .success(try body(live))
                 } catch {
-                    if live.isClosed { current = nil }
                     if expired.withLock({ $0 }) {
+                        // Closing, perhaps not closed yet: never lent again.
+                        current = nil
                         throw SessionStoreError(.unavailable, "PostgreSQL at \(location) did not answer within \(timeout); the connection was closed")
                     }
+                    if live.isClosed { current = nil }
                     throw error
                 }
             } catch let error as SessionStoreError {
