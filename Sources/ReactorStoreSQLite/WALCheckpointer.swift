@@ -64,10 +64,7 @@ final class WALCheckpointer: Sendable {
 
     /// Runs the writer's own checkpoint on `writer` (see the type's description).
     func finish(on writer: SQLiteConnection) {
-        var logFrames: Int32 = 0
-        var copied: Int32 = 0
-        let status = sqlite3_wal_checkpoint_v2(writer.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
-        if status == SQLITE_OK && copied == logFrames {
+        if Self.checkpointPassively(writer) {
             state.withLock { state in
                 state.frames = 0
                 state.framesAtLastPass = 0
@@ -91,13 +88,18 @@ final class WALCheckpointer: Sendable {
         while true {
             wake.wait()
             if state.withLock({ $0.isStopping }) { return }
-            connection.withLock { connection in
-                var logFrames: Int32 = 0
-                var copied: Int32 = 0
-                // Busy (the writer checkpointing itself) or failing (a full disk): the next pass,
-                // or the writer's own checkpoint, takes it again.
-                _ = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
-            }
+            // Busy (the writer checkpointing itself) or failing (a full disk): the next pass, or
+            // the writer's own checkpoint, takes it again.
+            connection.withLock { _ = Self.checkpointPassively($0) }
         }
+    }
+
+    /// Copies what it can of the log into the database without waiting for the writer.
+    /// - Returns: whether it copied the whole log (the next commit then starts it over).
+    private static func checkpointPassively(_ connection: SQLiteConnection) -> Bool {
+        var logFrames: Int32 = 0
+        var copied: Int32 = 0
+        let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
+        return status == SQLITE_OK && copied == logFrames
     }
 }
