@@ -24,6 +24,9 @@ final class PostgresLink: Sendable {
     private let timeout: Duration
     private let connection = Locked<PostgresConnection?>(nil)
 
+    /// ``timeout`` as NIO schedules it.
+    private var timeLimit: TimeAmount { .nanoseconds(Int64(clamping: timeout.nanoseconds)) }
+
     init(location: PostgresLocation, logger: Logger, timeout: Duration = PostgresLink.defaultTimeout) {
         self.location = location
         self.logger = logger
@@ -44,7 +47,7 @@ final class PostgresLink: Sendable {
                     current = live
                 }
                 let expired = Locked(false)
-                let deadline = live.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: timeout.nanoseconds))) {
+                let deadline = live.eventLoop.scheduleTask(in: timeLimit) {
                     expired.withLock { $0 = true }
                     live.close().whenComplete { _ in }
                 }
@@ -89,7 +92,7 @@ final class PostgresLink: Sendable {
     private func connect() throws -> PostgresConnection {
         let id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         var configuration = location.connectionConfiguration
-        configuration.options.connectTimeout = .nanoseconds(Int64(clamping: timeout.nanoseconds))
+        configuration.options.connectTimeout = timeLimit
         return try PostgresConnection.connect(
             on: PostgresConnection.defaultEventLoopGroup.any(), configuration: configuration,
             id: id, logger: logger
