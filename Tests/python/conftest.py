@@ -126,6 +126,13 @@ class Server:
         assert reply.status == 201, reply
         return reply.json()
 
+    def metric(self, name: str) -> float:
+        """The value of the unlabelled metric `name` (or its first series) in /metrics."""
+        text = self.request("GET", "/metrics").body.decode()
+        match = re.search(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, flags=re.M)
+        assert match, f"{name} not in /metrics:\n{text}"
+        return float(match.group(1))
+
     def events(self, instance_id: str, headers: dict[str, str] | None = None, query: str = "") -> "EventStream":
         return EventStream(self.host, self.port, f"/reactors/{instance_id}/events{query}", headers or {})
 

@@ -6,7 +6,9 @@ loads longer and adds a rolling restart of every node under load."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import threading
 import time
 from collections import Counter
@@ -14,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster import FULL, Cluster, scaled, store_mode_from_environment, wait_until
+from cluster import FULL, Cluster, child_pids, scaled, store_mode_from_environment, wait_until
 
 pytestmark = [
     pytest.mark.cluster,
@@ -340,3 +342,41 @@ def test_a_database_that_goes_away_gives_clear_errors_and_service_resumes_with_n
             return reply.status == 202
         wait_until(accepted, 30, "actions accepted again once the database is back")
     assert settled_values(cluster, counters, timeout=30) == dict(acknowledged)
+
+
+def test_a_database_that_stops_answering_holds_up_only_the_requests_that_need_it(tmp_path, server_logs):
+    """A request that must wait for the store (here to bring an instance back) waits off the
+    event loop: with a single loop, and PostgreSQL frozen with SIGSTOP mid-request, the health
+    check and an instance already in memory still answer at once."""
+    with Cluster(tmp_path, nodes=1, lease_s=LEASE_S, node_args=("--threads", "1")) as cluster:
+        node = cluster.node(0)
+        in_memory = node.create()["id"]
+        # The first request claims the new session for this node: in memory from then on.
+        assert node.request("GET", f"/reactors/{in_memory}").status == 200
+        stored = node.create()["id"]  # stored, and in no node's memory
+        postgres = cluster.postgres.process.pid
+        frozen = [postgres, *child_pids(postgres)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                waiting = pool.submit(node.request, "GET", f"/reactors/{stored}", None, None, 30)
+                wait_until(lambda: node.metric("reactor_requests_waiting_for_store") == 1, 10,
+                           "the request for the stored instance waiting for the store")
+                started = time.monotonic()
+                health = node.request("GET", "/healthz", timeout=5)
+                snapshot = node.request("GET", f"/reactors/{in_memory}", timeout=5)
+                elapsed = time.monotonic() - started
+                assert health.status == 200 and snapshot.status == 200, (health, snapshot)
+                assert snapshot.json()["id"] == in_memory
+                assert elapsed < 2, f"requests that need no store waited {elapsed:.1f} s"
+                assert not waiting.done(), "the stored instance came back while the database was frozen"
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        # Answered once the database answers again (or refused if its call had timed out).
+        reply = waiting.result(timeout=30)
+        assert reply.status == 200 or is_problem(reply, "store-unavailable"), reply
+        wait_until(lambda: node.request("GET", f"/reactors/{stored}").status == 200, 30,
+                   "the stored instance served once the database answers")
+        assert node.metric("reactor_requests_waiting_for_store") == 0

@@ -58,14 +58,6 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def metric(server: Server, name: str) -> float:
-    text = server.request("GET", "/metrics").body.decode()
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 class Probe(threading.Thread):
     """Another client: GETs an instance and sends it actions on one keep-alive connection until
     stopped, timing each request."""
@@ -136,7 +128,7 @@ class Baseline:
             thread.start()
         for thread in threads:
             thread.join(timeout=60)
-        wait_for(lambda: metric(server, "reactor_event_streams") == 0, 10, "warm-up streams to close")
+        wait_for(lambda: server.metric("reactor_event_streams") == 0, 10, "warm-up streams to close")
         self.pid = server.process.pid
         self.fds = fd_count(self.pid)
         # Freed heap goes back to the system every 2 s; the lowest reading over 3 s is the level
@@ -297,7 +289,7 @@ def test_event_stream_churn(start_server):
         thread.join(timeout=seconds + 30)
     figures = probe.finish()
     assert server.process.poll() is None
-    wait_for(lambda: metric(server, "reactor_event_streams") == 0, 20, "every churned stream to close")
+    wait_for(lambda: server.metric("reactor_event_streams") == 0, 20, "every churned stream to close")
     settled = baseline.settle("stream churn")
     total = sum(cycles)
     report("stream churn", target_rate=rate, seconds=seconds, cycles=total,

@@ -22,13 +22,6 @@ def assert_problem(reply, status: int, kind: str) -> dict:
     return body
 
 
-def metric(server, name: str) -> float:
-    text = server.request("GET", "/metrics").body.decode()
-    match = re.search(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, flags=re.M)
-    assert match, f"{name} not in /metrics:\n{text}"
-    return float(match.group(1))
-
-
 # --- types, instances ------------------------------------------------------------------------
 
 def test_types_lists_the_examples(server):
@@ -429,7 +422,7 @@ def test_idle_instances_expire(start_server):
     server = start_server("--idle-timeout-s", "1")
     instance = server.create()
     deadline = time.monotonic() + 10
-    while metric(server, "reactor_instances") != 0:
+    while server.metric("reactor_instances") != 0:
         assert time.monotonic() < deadline, "the idle instance did not expire within 10 s"
         time.sleep(0.1)
     assert_problem(server.request("GET", f"/reactors/{instance['id']}"), 404, "unknown-instance")

@@ -15,6 +15,7 @@ final class ServiceMetrics: Sendable {
     private let mutationErrors: Prometheus.Counter
     private let stalls: Prometheus.Counter
     private let stalledInstances: Prometheus.Gauge
+    private let storeWaits: Prometheus.Gauge
     private let stalledNow = Atomic<Int>(0)
     /// Request counts and durations, and accepted actions: written on every request, so kept
     /// per thread rather than in the registry's shared counters.
@@ -39,11 +40,14 @@ final class ServiceMetrics: Sendable {
                          "Times an instance's mutate, reduce or transform ran past the stall timeout.")
         stalledInstances = gauge("reactor_stalled_instances",
                                  "Instances inside a call that has not returned within the stall timeout.")
+        storeWaits = gauge("reactor_requests_waiting_for_store",
+                           "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
         gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
               labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
         instances.set(to: 0)
         streams.set(to: 0)
         stalledInstances.set(to: 0)
+        storeWaits.set(to: 0)
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.
@@ -83,6 +87,7 @@ final class ServiceMetrics: Sendable {
 
     func instanceCount(_ count: Int) { instances.set(to: Double(count)) }
     func streamCount(_ count: Int) { streams.set(to: Double(count)) }
+    func requestsWaitingForStore(_ count: Int) { storeWaits.set(to: Double(count)) }
     func actionAccepted() { requests.actionAccepted() }
     func mutationFailed() { mutationErrors.increment() }
 

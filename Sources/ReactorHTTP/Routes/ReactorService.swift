@@ -27,6 +27,10 @@ public final class ReactorService: Sendable {
     private let requestCount = Atomic<UInt64>(0)
     private let typesJSON: [UInt8]
     private let cors: CrossOriginPolicy
+    /// Serves the requests that need the session store, so no event loop waits for it.
+    private let storeWork = BlockingWorkPool()
+    /// Whether there is a store to wait for: without one, every request is served on its loop.
+    private let hasStore: Bool
 
     /// Creates a service serving the registered reactor types.
     public init(registry: ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
@@ -36,6 +40,7 @@ public final class ReactorService: Sendable {
         self.logger = logger
         self.logsEachRequest = logger.logLevel <= .debug
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
+        self.hasStore = configuration.store != nil
         var hosting = HostingConfiguration()
         hosting.maxInstances = configuration.maxInstances
         hosting.historyCapacity = configuration.historyCapacity
@@ -83,11 +88,11 @@ public final class ReactorService: Sendable {
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: self.typesJSON))
         }
         add(&router, .POST, "/reactors") { request, scope in try self.createInstance(request, scope) }
-        add(&router, .GET, "/reactors/{id}") { request, _ in .now(try self.readInstance(request)) }
+        add(&router, .GET, "/reactors/{id}") { request, scope in .now(try self.readInstance(request, scope)) }
         add(&router, .DELETE, "/reactors/{id}") { request, scope in try self.deleteInstance(request, scope) }
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
-        add(&router, .GET, "/reactors/{id}/events") { request, _ in .now(try self.openEvents(request)) }
-        add(&router, .GET, "/reactors/{id}/history") { request, _ in .now(try self.readHistory(request)) }
+        add(&router, .GET, "/reactors/{id}/events") { request, scope in .now(try self.openEvents(request, scope)) }
+        add(&router, .GET, "/reactors/{id}/history") { request, scope in .now(try self.readHistory(request, scope)) }
         add(&router, .GET, "/") { _, _ in .now(HTTPResponse(InspectorRoutes.landingPage)) }
         add(&router, .GET, "/inspector") { _, _ in .now(HTTPResponse(InspectorRoutes.inspectorPage)) }
         add(&router, .GET, "/assets/{name}") { request, _ in
@@ -102,6 +107,7 @@ public final class ReactorService: Sendable {
         add(&router, .GET, "/metrics") { _, _ in
             self.metrics.instanceCount(self.table.count)
             self.metrics.streamCount(self.streamCount)
+            self.metrics.requestsWaitingForStore(self.storeWork.pending)
             return .now(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                                      body: self.metrics.render()))
         }
@@ -178,6 +184,8 @@ public final class ReactorService: Sendable {
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
+        // A new id is checked against the stored ones: off the event loop.
+        if hasStore && !scope.mayWaitForStore { throw Problem.needsStore }
         let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
@@ -190,8 +198,8 @@ public final class ReactorService: Sendable {
         }
     }
 
-    private func readInstance(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let instance = try self.instance(for: request)
+    private func readInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request, scope)
         instance.touch()
         let snapshot = Self.snapshot(instance)
         if let ifNoneMatch = request.headers["If-None-Match"],
@@ -202,7 +210,8 @@ public final class ReactorService: Sendable {
     }
 
     private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
-        let id = request.pathParameters["id"] ?? ""
+        // Brought back from the store first, off the event loop, if it is not in memory.
+        let id = try self.instance(for: request, scope).id
         guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
             throw Problem.noSuchInstance(id)
         }
@@ -212,7 +221,7 @@ public final class ReactorService: Sendable {
     }
 
     private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
-        var found = try self.instance(for: request)
+        var found = try self.instance(for: request, scope)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
         found.touch()
@@ -222,7 +231,7 @@ public final class ReactorService: Sendable {
             (receipt, ticket) = try found.send(actionJSON: request.body, trace: startTrace(request, on: found))
         } catch .instanceEnded where configuration.store != nil {
             // It left memory as this request found it: once more, on the instance brought back.
-            found = try self.instance(for: request)
+            found = try self.instance(for: request, scope)
             let again = found
             let trace = startTrace(request, on: again)
             (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in
@@ -280,8 +289,8 @@ public final class ReactorService: Sendable {
     /// Another node claimed the instance while the request's write was being committed.
     private static let overtaken = Problem(HostingError.ownedElsewhere(retryAfterSeconds: 1))
 
-    private func openEvents(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let instance = try self.instance(for: request)
+    private func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request, scope)
         let lastEventID = try Self.lastEventID(request)
         let format = try Self.eventFormat(request.query["format"])
         let headers: HTTPHeaders = [
@@ -316,8 +325,8 @@ public final class ReactorService: Sendable {
                                                 bytes: ServerSentEvents.heartbeat))
     }
 
-    private func readHistory(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let instance = try self.instance(for: request)
+    private func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+        let instance = try self.instance(for: request, scope)
         let after = try request.query["after"].map { (raw) throws(Problem) in try Self.version(raw, name: "after") }
         instance.touch()
         let latest = instance.timeline.latest.version
@@ -330,12 +339,16 @@ public final class ReactorService: Sendable {
 
     // MARK: - Helpers
 
-    private func instance(for request: HTTPRequest) throws(Problem) -> any HostedInstance {
+    /// The instance the request's path names. One not in memory is brought back from the store
+    /// only where `scope` may wait for the store; elsewhere (an event loop) this throws
+    /// ``Problem/needsStore`` and the request is served again off the loop.
+    private func instance(for request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> any HostedInstance {
         // An id as it is always sent (its alphabet needs no escapes) is looked up from the path's
         // own bytes; anything else is decoded first. Either way it is looked up once.
         var key: InstanceKey?
         request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
         if let key, let live = table.instance(key: key) { return live }
+        if hasStore && !scope.mayWaitForStore { throw Problem.needsStore }
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
@@ -455,10 +468,14 @@ public final class ReactorService: Sendable {
                 case .now(let response): return scope.finish(response)
                 case .deferred(let response): return response
                 }
+            } catch let problem as Problem where problem == .needsStore {
+                return HTTPResponse.deferred { responder in
+                    self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
+                }
             } catch let problem as Problem where self.waitsForOwnership(after: problem) {
                 let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.ownershipWait.nanoseconds
                 return HTTPResponse.deferred { responder in
-                    self.retry(request, scope, handler, until: deadline, responder: responder)
+                    self.retry(request, scope.waitingForStore(), handler, until: deadline, responder: responder)
                 }
             } catch {
                 return scope.finish(Self.problem(for: error).response)
@@ -471,23 +488,40 @@ public final class ReactorService: Sendable {
         problem.kind == Problem.instanceElsewhereKind && configuration.ownershipWait > .zero && !host.isHandingOff
     }
 
-    /// Runs `handler` again shortly (see ``ReactorServiceConfiguration/ownershipWait``), and
-    /// again while its instance is another node's, until `deadline`; answers through `responder`.
-    private func retry(_ request: HTTPRequest, _ scope: RequestScope,
-                       _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
-                       until deadline: UInt64, responder: HTTPResponder) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
+    /// Runs `handler` on a thread that may wait for the store (`scope` allows it) and answers
+    /// through `responder`; or answers `503` when too many requests wait for the store already.
+    /// A refusal because another node holds the instance is tried again (see ``retry``) until
+    /// `ownershipDeadline`, or for ``ReactorServiceConfiguration/ownershipWait`` from now.
+    private func serveOffLoop(_ request: HTTPRequest, _ scope: RequestScope,
+                              _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
+                              responder: HTTPResponder, ownershipDeadline: UInt64? = nil) {
+        storeWork.submit({
             do {
                 switch try handler(request, scope) {
                 case .now(let response): responder.respond(scope.finish(response))
                 case .deferred(let response): responder.respond(response)
                 }
-            } catch let problem as Problem
-                where self.waitsForOwnership(after: problem) && DispatchTime.now().uptimeNanoseconds < deadline {
+            } catch let problem as Problem where self.waitsForOwnership(after: problem)
+                && ownershipDeadline.map({ DispatchTime.now().uptimeNanoseconds < $0 }) ?? true {
+                let deadline = ownershipDeadline
+                    ?? DispatchTime.now().uptimeNanoseconds &+ self.configuration.ownershipWait.nanoseconds
                 self.retry(request, scope, handler, until: deadline, responder: responder)
             } catch {
                 responder.respond(scope.finish(Self.problem(for: error).response))
             }
+        }, refuse: {
+            responder.respond(scope.finish(Problem.storeBusy.response))
+        })
+    }
+
+    /// Serves the request again shortly, off the event loops (see
+    /// ``ReactorServiceConfiguration/ownershipWait``), and again while its instance is another
+    /// node's, until `deadline`. `scope` may wait for the store.
+    private func retry(_ request: HTTPRequest, _ scope: RequestScope,
+                       _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
+                       until deadline: UInt64, responder: HTTPResponder) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
+            self.serveOffLoop(request, scope, handler, responder: responder, ownershipDeadline: deadline)
         }
     }
 
@@ -530,12 +564,22 @@ struct RequestScope: Sendable {
     let metrics: RouteMetrics
     let request: HTTPRequest
     let started: UInt64
+    /// Whether the request is served where it may wait for the session store (off the event
+    /// loops): only then is an instance brought back from the store or a new id checked.
+    private(set) var mayWaitForStore = false
 
     init(service: ReactorService, metrics: RouteMetrics, request: HTTPRequest) {
         self.service = service
         self.metrics = metrics
         self.request = request
         self.started = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// The same request, served where it may wait for the store.
+    func waitingForStore() -> RequestScope {
+        var scope = self
+        scope.mayWaitForStore = true
+        return scope
     }
 
     /// Adds CORS headers, records metrics and logs; returns the response to send.
