@@ -276,3 +276,39 @@ struct PostgresSessionStoreTests {
         #expect(PostgresLocation(url: "postgres://u:secret@h/d")?.description == "postgres://u@h:5432/d")
     }
 }
+
+/// A PostgreSQL server that takes connections and never answers: a listening socket nobody
+/// accepts on, whose connections the kernel completes into its backlog, as it does for a
+/// server process that hangs. The link's timeout must bound connecting too.
+@Suite struct PostgresLinkHandshakeTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aServerThatNeverCompletesTheStartupFailsTheCallWithinTheTimeout() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                try #require(bind(listener, raw, length) == 0)
+                try #require(listen(listener, 16) == 0)
+                try #require(getsockname(listener, raw, &length) == 0)
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let hung = PostgresLocation(host: "127.0.0.1", port: port, user: "reactor", database: "reactor")
+        let link = PostgresLink(location: hung, logger: Logger(label: "test"), timeout: .seconds(1))
+        for _ in 0..<2 {
+            let started = ContinuousClock.now
+            let error = #expect(throws: SessionStoreError.self) {
+                try link.run { connection in try connection.run("SELECT 1", logger: Logger(label: "test")) }
+            }
+            #expect(ContinuousClock.now - started < .seconds(6))
+            #expect(error?.kind == .unavailable)
+            // PostgresNIO's connect timeout covers the startup handshake, not only TCP's.
+            #expect(error?.message.contains("Connect timeout") == true, "\(error?.message ?? "")")
+        }
+    }
+}
