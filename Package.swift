@@ -185,7 +185,7 @@ let package = Package(
         // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
         .testTarget(
             name: "ReactorStorePostgresTests",
-            dependencies: ["ReactorStorePostgres", "ReactorHosting", .product(name: "PostgresNIO", package: "postgres-nio"),
+            dependencies: ["ReactorStorePostgres", "ReactorHosting", "Locking", .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),

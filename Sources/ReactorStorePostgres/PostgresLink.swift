@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 import Logging
 import NIOCore
@@ -116,5 +117,38 @@ extension PostgresConnection {
     @discardableResult
     func run(_ query: PostgresQuery, logger: Logger) throws -> PostgresQueryResult {
         try self.query(query, logger: logger).wait()
+    }
+}
+
+/// Several ``PostgresLink``s to one server, each call on a free one: calls from different
+/// threads (activations served side by side) run at once, each waiting only for its own round
+/// trips. A link connects on its first call, so links nobody needed cost no connection.
+final class PostgresLinkPool: Sendable {
+    private let links: [PostgresLink]
+    /// Indices of the links not in use.
+    private let free: Locked<[Int]>
+    private let available: DispatchSemaphore
+
+    init(size: Int, location: PostgresLocation, logger: Logger) {
+        let size = max(1, size)
+        links = (0..<size).map { _ in PostgresLink(location: location, logger: logger) }
+        free = Locked(Array(0..<size))
+        available = DispatchSemaphore(value: size)
+    }
+
+    /// Runs `body` on a free link, waiting for one when all are in use.
+    func run<Result>(_ body: (PostgresConnection) throws -> Result) throws(SessionStoreError) -> Result {
+        available.wait()
+        let index = free.withLock { $0.removeLast() }
+        defer {
+            free.withLock { $0.append(index) }
+            available.signal()
+        }
+        return try links[index].run(body)
+    }
+
+    /// Closes every link's connection.
+    func close() {
+        for link in links { link.close() }
     }
 }

@@ -38,7 +38,8 @@ public final class PostgresSessionStore: SessionStore {
     public let lease: Duration
     private let historyCapacity: Int
     private let writer: PostgresLink
-    private let reader: PostgresLink
+    /// Loads and look-ups, several at once (activations are served side by side).
+    private let reader: PostgresLinkPool
     /// Its own connection, so that a commit waiting on a row lock never holds up the renewals.
     private let renewer: PostgresLink
     private let logger: Logger
@@ -54,6 +55,10 @@ public final class PostgresSessionStore: SessionStore {
 
     /// How many idle sessions one statement of ``deleteIdle(before:excluding:)`` deletes at most.
     private let idleDeletionBatch: Int
+    /// Connections reading sessions at once, at most: a load is a few round trips, so several
+    /// activations side by side multiply how many a node brings back per second (after a
+    /// failover, every client of the dead node comes at once).
+    static let readerConnections = 4
 
     /// Connects, creates or checks the schema, and starts renewing leases.
     /// - Parameters:
@@ -77,7 +82,7 @@ public final class PostgresSessionStore: SessionStore {
         quiet.logLevel = max(logger.logLevel, .notice)
         self.logger = quiet
         self.writer = PostgresLink(location: location, logger: quiet)
-        self.reader = PostgresLink(location: location, logger: quiet)
+        self.reader = PostgresLinkPool(size: Self.readerConnections, location: location, logger: quiet)
         self.renewer = PostgresLink(location: location, logger: quiet)
         try Self.prepareSchema(on: writer, location: location, logger: quiet)
         handOverRequests = PostgresChannel(location: location, name: Self.handOverChannel, logger: quiet)

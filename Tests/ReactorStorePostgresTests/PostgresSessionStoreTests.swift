@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Logging
 import PostgresNIO
 import ReactorHosting
@@ -237,6 +238,43 @@ struct PostgresSessionStoreTests {
             #expect(error.kind == .unavailable)
             #expect(error.message.contains("postgres://reactor@127.0.0.1:1/reactor"))
         }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLinkPoolRunsCallsFromSeveralThreadsAtOnceEachOnItsOwnConnection() throws {
+        let logger = Logger(label: "test")
+        let size = 4
+        let pool = PostgresLinkPool(size: size, location: location, logger: logger)
+        defer { pool.close() }
+        let started = DispatchSemaphore(value: 0)
+        let allStarted = DispatchSemaphore(value: 0)
+        let backends = Locked<[Int32]>([])
+        let failures = Atomic<Int>(0)
+        let finished = DispatchSemaphore(value: 0)
+        // Threads of their own: Dispatch would run only as many calls at once as there are cores.
+        for _ in 0..<size {
+            Thread {
+                defer { finished.signal() }
+                do {
+                    let backend = try pool.run { connection -> Int32 in
+                        started.signal()
+                        guard allStarted.wait(timeout: .now() + 10) == .success else { return -1 }
+                        return try #require(try connection.run("SELECT pg_backend_pid()", logger: logger).rows.first).decode(Int32.self)
+                    }
+                    backends.withLock { $0.append(backend) }
+                } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }.start()
+        }
+        // The calls meet: each is inside its own connection's call when all have begun.
+        for _ in 0..<size { #expect(started.wait(timeout: .now() + 20) == .success) }
+        for _ in 0..<size { allStarted.signal() }
+        for _ in 0..<size { finished.wait() }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        let seen = backends.withLock { $0 }
+        #expect(!seen.contains(-1), "the calls ran one after another")
+        #expect(Set(seen).count == size)
     }
 
     @Test(.timeLimit(.minutes(1)))
