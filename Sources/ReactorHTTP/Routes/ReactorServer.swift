@@ -22,7 +22,7 @@ public final class ReactorServer: Service, Sendable {
     public let service: ReactorService
     private let http: HTTPServer
     private let expiryPeriod: Duration
-    private let expiry = Locked<Task<Void, Never>?>(nil)
+    private let expiry = Locked<IdleSweeper?>(nil)
     private let logger: Logger
     /// The HTTP event loops and the threads applying actions, for the log.
     private let threadCounts: (http: Int, reactor: Int)
@@ -66,16 +66,10 @@ public final class ReactorServer: Service, Sendable {
         try http.start()
         phase.withLock { $0 = .running }
         let service = self.service
-        let period = expiryPeriod
-        let sweeper = Task.detached(priority: .utility) {
-            var sweeps = 0
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: period) } catch { return }
-                service.expireIdleInstances()
-                // Stored sessions expire on a slower beat: a look through the store's index.
-                sweeps += 1
-                if sweeps % 8 == 0 { service.expireStoredSessions() }
-            }
+        let sweeper = IdleSweeper(period: expiryPeriod) { count in
+            service.expireIdleInstances()
+            // Stored sessions expire on a slower beat: a look through the store's index.
+            if count % 8 == 7 { service.expireStoredSessions() }
         }
         expiry.withLock { $0 = sweeper }
         logger.info("listening", metadata: ["port": "\(http.port)", "http-threads": "\(threadCounts.http)",
@@ -91,7 +85,7 @@ public final class ReactorServer: Service, Sendable {
     /// `moved`, so clients resume on another node at once.
     public func shutdown() {
         phase.withLock { $0 = .stopped }
-        expiry.withLock { $0?.cancel() }
+        expiry.withLock { sweeper in defer { sweeper = nil }; return sweeper }?.stop()
         // Actions answered 202 so far reach the event streams before those end.
         service.finishQueuedActions(within: .milliseconds(250))
         service.handOffInstances()
