@@ -180,7 +180,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReactorStoreSQLiteTests",
-            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "ReactorCore", "ReactorExamples", "SortedJSON"]
+            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON"]
         ),
         // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
         .testTarget(

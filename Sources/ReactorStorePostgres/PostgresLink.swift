@@ -1,4 +1,3 @@
-import Dispatch
 import Locking
 import Logging
 import NIOCore
@@ -122,33 +121,29 @@ extension PostgresConnection {
 
 /// Several ``PostgresLink``s to one server, each call on a free one: calls from different
 /// threads (activations served side by side) run at once, each waiting only for its own round
-/// trips. A link connects on its first call, so links nobody needed cost no connection.
+/// trips. A link is made on its first call, so links nobody needed cost no connection.
 final class PostgresLinkPool: Sendable {
-    private let links: [PostgresLink]
-    /// Indices of the links not in use.
-    private let free: Locked<[Int]>
-    private let available: DispatchSemaphore
+    private let links: LendingPool<PostgresLink>
+    private let location: PostgresLocation
+    private let logger: Logger
 
     init(size: Int, location: PostgresLocation, logger: Logger) {
-        let size = max(1, size)
-        links = (0..<size).map { _ in PostgresLink(location: location, logger: logger) }
-        free = Locked(Array(0..<size))
-        available = DispatchSemaphore(value: size)
+        links = LendingPool(size: size)
+        self.location = location
+        self.logger = logger
     }
 
     /// Runs `body` on a free link, waiting for one when all are in use.
     func run<Result>(_ body: (PostgresConnection) throws -> Result) throws(SessionStoreError) -> Result {
-        available.wait()
-        let index = free.withLock { $0.removeLast() }
-        defer {
-            free.withLock { $0.append(index) }
-            available.signal()
+        let (location, logger) = (self.location, self.logger)
+        let make = { () throws(SessionStoreError) -> PostgresLink in PostgresLink(location: location, logger: logger) }
+        return try links.borrow(make: make) { (link: PostgresLink) throws(SessionStoreError) -> Result in
+            try link.run(body)
         }
-        return try links[index].run(body)
     }
 
     /// Closes every link's connection.
     func close() {
-        for link in links { link.close() }
+        links.forEachMade { $0.close() }
     }
 }

@@ -26,7 +26,11 @@ public final class SQLiteSessionStore: SessionStore {
     /// The database file.
     public let path: String
     private let writer: Locked<SQLiteConnection>
-    private let reader: Locked<SQLiteConnection>
+    /// Loads and look-ups, several at once (activations are served side by side), each
+    /// connection opened on first use.
+    private let readers = LendingPool<SQLiteConnection>(size: SQLiteSessionStore.readerConnections)
+    /// Connections reading sessions at once, at most.
+    static let readerConnections = 4
     private let historyCapacity: Int
     /// The journal's rows not yet folded into the history table. The writer changes it; a load
     /// reads a session's rows from it before its read transaction begins.
@@ -78,10 +82,10 @@ public final class SQLiteSessionStore: SessionStore {
             COMMIT;
             """)
         journal = Locked(try Self.readJournal(writer))
-        let reader = try SQLiteConnection(path: path, create: false)
         checkpointer = try WALCheckpointer(path: path)
         self.writer = Locked(writer)
-        self.reader = Locked(reader)
+        // One reader now: a file that a second connection cannot open fails here, at start.
+        try reading { (_: SQLiteConnection) throws(SessionStoreError) in }
     }
 
     deinit {
@@ -361,7 +365,7 @@ public final class SQLiteSessionStore: SessionStore {
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         // Found by a scan on the reading connection, which never holds up a commit: no index on
         // last activity, which every version would otherwise rewrite.
-        let ids = try using(reader) { connection throws(SessionStoreError) -> [String] in
+        let ids = try reading { connection throws(SessionStoreError) -> [String] in
             let idle = try connection.statement("SELECT id FROM sessions WHERE last_activity < ?")
             idle.bind(1, cutoff)
             var ids: [String] = []
@@ -402,9 +406,25 @@ public final class SQLiteSessionStore: SessionStore {
     // MARK: - Reading
 
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
-        // Read before the transaction begins: rows folded since are then in the history it reads.
-        let journalRows = journal.withLock { $0.rows[id] ?? [] }
-        return try using(reader) { connection throws(SessionStoreError) -> StoredSession? in
+        // A commit between reading the journal's row numbers and the read transaction can add a
+        // version whose row they do not name: the history read would then end before the
+        // session's version. Read again, rows first: a commit numbers its rows before it ends.
+        for attempt in 1...Self.loadAttempts {
+            guard let (stored, complete) = try load(id: id, journalRows: journal.withLock { $0.rows[id] ?? [] }) else {
+                return nil
+            }
+            if complete || attempt == Self.loadAttempts { return stored }
+        }
+        return nil
+    }
+
+    /// Loads, at most, for one session read while commits keep adding versions to it.
+    static let loadAttempts = 8
+
+    /// Loads the session with these journal rows (read before the transaction begins: rows
+    /// folded since are then in the history it reads), and whether its history reaches its version.
+    private func load(id: String, journalRows: [Int64]) throws(SessionStoreError) -> (StoredSession, complete: Bool)? {
+        try reading { connection throws(SessionStoreError) -> (StoredSession, complete: Bool)? in
             // One read transaction, so the reads see one commit.
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
@@ -455,13 +475,14 @@ public final class SQLiteSessionStore: SessionStore {
             actions.bind(1, id)
             var pending: [(seq: UInt64, action: [UInt8])] = []
             while try actions.next() { pending.append((actions.uint64(0), actions.blob(1))) }
+            let complete = (entries.last?.version ?? stored.version) >= stored.version
             stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending)
-            return stored
+            return (stored, complete)
         }
     }
 
     public func contains(id: String) throws(SessionStoreError) -> Bool {
-        try using(reader) { connection throws(SessionStoreError) -> Bool in try contains(id: id, on: connection) }
+        try reading { connection throws(SessionStoreError) -> Bool in try contains(id: id, on: connection) }
     }
 
     private func contains(id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Bool {
@@ -473,7 +494,7 @@ public final class SQLiteSessionStore: SessionStore {
 
     /// How many sessions are stored.
     public func count() throws(SessionStoreError) -> Int {
-        try using(reader) { connection throws(SessionStoreError) -> Int in
+        try reading { connection throws(SessionStoreError) -> Int in
             let statement = try connection.statement("SELECT count(*) FROM sessions")
             defer { statement.reset() }
             _ = try statement.next()
@@ -483,7 +504,7 @@ public final class SQLiteSessionStore: SessionStore {
 
     /// How many rows `table` holds (of session `id`, when given): for tests of the store's layout.
     func rowCount(of table: String, id: String? = nil) throws(SessionStoreError) -> Int {
-        try using(reader) { connection throws(SessionStoreError) -> Int in
+        try reading { connection throws(SessionStoreError) -> Int in
             let statement = try connection.statement("SELECT count(*) FROM \(table)" + (id == nil ? "" : " WHERE id = ?"))
             if let id { statement.bind(1, id) }
             defer { statement.reset() }
@@ -494,12 +515,18 @@ public final class SQLiteSessionStore: SessionStore {
 
     /// The schema the file says it has.
     func schema() throws(SessionStoreError) -> Int {
-        try using(reader) { connection throws(SessionStoreError) -> Int in
+        try reading { connection throws(SessionStoreError) -> Int in
             let statement = try connection.statement("SELECT value FROM meta WHERE key = 'schema'")
             defer { statement.reset() }
             _ = try statement.next()
             return Int(statement.text(0)) ?? 0
         }
+    }
+
+    /// Runs `body` on a free reader connection.
+    private func reading<Result>(_ body: (SQLiteConnection) throws(SessionStoreError) -> Result) throws(SessionStoreError) -> Result {
+        let path = self.path
+        return try readers.borrow(make: { () throws(SessionStoreError) in try SQLiteConnection(path: path, create: false) }, body)
     }
 
     public func close() {

@@ -1,4 +1,6 @@
 import Foundation
+import Locking
+import Synchronization
 import ReactorHosting
 import Testing
 @testable import ReactorStoreSQLite
@@ -203,6 +205,47 @@ import Testing
         }
         // Folding trims the history to what it keeps.
         #expect(try store.rowCount(of: "history") <= ids.count * (5 + 3))
+    }
+
+    @Test func loadsFromSeveralThreadsWhileCommitsFoldSeeWholeConsecutiveHistories() throws {
+        let ids = ["a", "b", "c", "d"]
+        let capacity: UInt64 = 5
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: Int(capacity), journalWindow: 3)
+        _ = try store.commit(ids.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+        let last: UInt64 = 300
+        let writing = Locked(true)
+        let problems = Locked<[String]>([])
+        let loads = Atomic<Int>(0)
+        let readersDone = DispatchSemaphore(value: 0)
+        for reader in 0..<SQLiteSessionStore.readerConnections {
+            Thread {
+                defer { readersDone.signal() }
+                var turn = reader
+                while writing.withLock({ $0 }) {
+                    let id = ids[turn % ids.count]
+                    turn += 1
+                    do {
+                        guard let loaded = try store.load(id: id) else { throw SessionStoreError(.corrupt, "\(id) missing") }
+                        let version = loaded.version
+                        let kept = Array((version + 1 > capacity ? version + 1 - capacity : 0)...version)
+                        let states = kept.map { $0 == 0 ? self.bytes("0") : self.bytes("\(id)\($0)") }
+                        if loaded.history.map(\.version) != kept || loaded.history.map(\.state) != states
+                            || loaded.state != states.last {
+                            problems.withLock { $0.append("\(id) at \(version): \(loaded.history.map(\.version))") }
+                        }
+                        loads.add(1, ordering: .relaxed)
+                    } catch {
+                        problems.withLock { $0.append("\(error)") }
+                    }
+                }
+            }.start()
+        }
+        try versions(1...last, of: ids, on: store)
+        writing.withLock { $0 = false }
+        for _ in 0..<SQLiteSessionStore.readerConnections { readersDone.wait() }
+        #expect(problems.withLock { $0 }.isEmpty, "\(problems.withLock { $0.prefix(5) })")
+        #expect(loads.load(ordering: .relaxed) > 0)
+        for id in ids { try expectHistory(of: id, through: last, capacity: capacity, in: store) }
     }
 
     @Test func aReopenedStoreFoldsWhatItsJournalStillHeldAndLoadsEachVersionOnce() throws {
