@@ -3,12 +3,17 @@ import ReactorHosting
 import Testing
 @testable import ReactorHTTP
 
+/// How much more than asked an exact allocation may hold: glibc rounds a request up to 16 bytes
+/// and hands out a whole free chunk when what would be left of it is below its 32-byte minimum.
+/// Reserving spare room on purpose (64 bytes or more) still shows.
+let mallocSlack = 48
+
 @Suite struct ReceiptTests {
     @Test func anActionsReceiptIsItsSequenceInJSONWithNoSpareRoom() {
         for sequence: UInt64 in [1, 9, 10, 1_234_567_890_123, .max] {
             let json = ReactorService.receiptJSON(ActionReceipt(sequence: sequence))
             #expect(json == Array("{\"seq\":\(sequence)}".utf8))
-            #expect(json.capacity <= json.count + 16)
+            #expect(json.capacity <= json.count + mallocSlack)
         }
     }
 }
@@ -18,7 +23,7 @@ import Testing
         for version: UInt64 in [0, 9, 10, 1_234_567_890_123, .max] {
             let event = ServerSentEvents.stateEvent(version: version, json: Array(#"{"a":1}"#.utf8))
             #expect(event == Array("id: \(version)\nevent: state\ndata: {\"a\":1}\n\n".utf8))
-            #expect(event.capacity <= event.count + 16)
+            #expect(event.capacity <= event.count + mallocSlack)
         }
     }
 }

@@ -113,12 +113,14 @@ import Testing
         try expectSameBytes(InOrder())
     }
 
-    /// The bytes are kept with their state for as long as its instance holds it.
+    /// The bytes are kept with their state for as long as its instance holds it. (Up to 48 bytes
+    /// more than asked is glibc's doing: it rounds a request up to 16 bytes and hands out a whole
+    /// free chunk when what would be left of it is below its 32-byte minimum.)
     @Test func encodedBytesKeepNoSpareRoom() throws {
         let counter = try SortedJSONEncoder.encode(CounterReactor.State())
-        #expect(counter.capacity <= counter.count + 16)
+        #expect(counter.capacity <= counter.count + 48)
         let handWritten = try SortedJSONEncoder.encode(HandWritten())
-        #expect(handWritten.capacity <= handWritten.count + 16)
+        #expect(handWritten.capacity <= handWritten.count + 48)
     }
 
     @Test func nonFiniteNumbersAndTooDeepNestingAreRefused() throws {
