@@ -159,11 +159,6 @@ extension Problem {
     /// The kind of the problem answered for an instance another node serves.
     static let instanceElsewhereKind = "instance-elsewhere"
 
-    /// Thrown on an event loop by a route that would have to wait for the session store: the
-    /// service catches it and serves the request again off the loop. Never sent to a client.
-    static let needsStore = Problem(status: 500, kind: "needs-store", title: "Needs the session store",
-                                    detail: "served off the event loop")
-
     /// Too many requests are waiting for the session store already.
     static let storeBusy = Problem(
         status: 503, kind: "store-unavailable", title: "Session store unavailable",

@@ -178,14 +178,14 @@ public final class ReactorService: Sendable {
 
     // MARK: - Routes
 
-    private func createInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
+    private func createInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
         try requireJSON(request)
         let body = try JSONCoding.decodeBody(CreateInstanceRequest.self, from: request.body)
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
         // A new id is checked against the stored ones: off the event loop.
-        if hasStore && !scope.mayWaitForStore { throw Problem.needsStore }
+        if hasStore && !scope.mayWaitForStore { throw StoreWaitNeeded() }
         let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
@@ -198,7 +198,7 @@ public final class ReactorService: Sendable {
         }
     }
 
-    private func readInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+    private func readInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
         let instance = try self.instance(for: request, scope)
         instance.touch()
         let snapshot = Self.snapshot(instance)
@@ -209,7 +209,7 @@ public final class ReactorService: Sendable {
         return HTTPResponse(snapshot.response)
     }
 
-    private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
+    private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
         // Brought back from the store first, off the event loop, if it is not in memory.
         let id = try self.instance(for: request, scope).id
         guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
@@ -220,7 +220,7 @@ public final class ReactorService: Sendable {
         return Self.reply(after: ticket, scope) { HTTPResponse(status: 204) }
     }
 
-    private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> RouteReply {
+    private func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
         var found = try self.instance(for: request, scope)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
@@ -289,7 +289,7 @@ public final class ReactorService: Sendable {
     /// Another node claimed the instance while the request's write was being committed.
     private static let overtaken = Problem(HostingError.ownedElsewhere(retryAfterSeconds: 1))
 
-    private func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+    private func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
         let instance = try self.instance(for: request, scope)
         let lastEventID = try Self.lastEventID(request)
         let format = try Self.eventFormat(request.query["format"])
@@ -325,7 +325,7 @@ public final class ReactorService: Sendable {
                                                 bytes: ServerSentEvents.heartbeat))
     }
 
-    private func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> HTTPResponse {
+    private func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
         let instance = try self.instance(for: request, scope)
         let after = try request.query["after"].map { (raw) throws(Problem) in try Self.version(raw, name: "after") }
         instance.touch()
@@ -341,14 +341,14 @@ public final class ReactorService: Sendable {
 
     /// The instance the request's path names. One not in memory is brought back from the store
     /// only where `scope` may wait for the store; elsewhere (an event loop) this throws
-    /// ``Problem/needsStore`` and the request is served again off the loop.
-    private func instance(for request: HTTPRequest, _ scope: RequestScope) throws(Problem) -> any HostedInstance {
+    /// ``StoreWaitNeeded`` and the request is served again off the loop. Else throws a `Problem`.
+    private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> any HostedInstance {
         // An id as it is always sent (its alphabet needs no escapes) is looked up from the path's
         // own bytes; anything else is decoded first. Either way it is looked up once.
         var key: InstanceKey?
         request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
         if let key, let live = table.instance(key: key) { return live }
-        if hasStore && !scope.mayWaitForStore { throw Problem.needsStore }
+        if hasStore && !scope.mayWaitForStore { throw StoreWaitNeeded() }
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
@@ -468,7 +468,7 @@ public final class ReactorService: Sendable {
                 case .now(let response): return scope.finish(response)
                 case .deferred(let response): return response
                 }
-            } catch let problem as Problem where problem == .needsStore {
+            } catch is StoreWaitNeeded {
                 return HTTPResponse.deferred { responder in
                     self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
                 }
@@ -550,6 +550,10 @@ public final class ReactorService: Sendable {
         return response
     }
 }
+
+/// Thrown on an event loop by a route that would have to wait for the session store: the
+/// service serves the request again off the loop (see ``RequestScope/mayWaitForStore``).
+struct StoreWaitNeeded: Error {}
 
 /// What a route answers: a response now, or one whose completion the route took over.
 enum RouteReply: Sendable {
