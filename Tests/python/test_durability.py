@@ -169,20 +169,16 @@ def test_passivated_instances_come_back_under_load(start_server):
         assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
     before = {counter: state_of(server, counter) for counter in idle}
 
-    def instances_in_memory() -> float:
-        for line in server.request("GET", "/metrics").body.decode().splitlines():
-            if line.startswith("reactor_instances "):
-                return float(line.split()[1])
-        raise AssertionError("no reactor_instances in /metrics")
-
     # The busy counter keeps working (and so stays in memory) while the idle ones leave.
     sent = 0
     def only_busy_left():
         nonlocal sent
         assert server.request("POST", f"/reactors/{busy}/actions", '"increase"').status == 202
         sent += 1
-        return instances_in_memory() == 1
+        return server.metric("reactor_instances") == 1
     wait_for(only_busy_left, timeout=20, what="idle instances to leave memory", interval=0.1)
+    assert server.metric("reactor_instances_passivated_total") == len(idle)
+    assert server.metric("reactor_store_activation_duration_seconds_count") == 0
 
     for counter in idle:
         assert state_of(server, counter) == before[counter]  # activated, unchanged
@@ -191,6 +187,14 @@ def test_passivated_instances_come_back_under_load(start_server):
         assert reply.json()["version"] == before[counter]["version"] + 4
         assert reply.json()["state"]["value"] == 2
     assert settled_state(server, busy)["state"]["value"] == sent
+    # Each idle counter came back, and nothing came back that had not left (the busy counter
+    # may have left too while the others were read); every acknowledged action was committed.
+    activations = server.metric("reactor_store_activation_duration_seconds_count")
+    assert len(idle) <= activations <= server.metric("reactor_instances_passivated_total")
+    commits = server.metric("reactor_store_commit_duration_seconds_count")
+    assert 0 < commits <= server.metric("reactor_store_writes_total")
+    assert server.metric("reactor_store_writes_total") >= 2 * (sent + 2 * len(idle))  # an accept and a settle each
+    assert server.metric("reactor_store_commit_failures_total") == 0
 
 
 def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
@@ -239,6 +243,7 @@ def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_s
     # While full, actions are refused, not half-accepted.
     refused = server.request("POST", f"/reactors/{created[0]}/actions", {"add": {"title": "x" * 200}})
     assert refused.status == 503 and refused.header("Retry-After"), refused
+    assert server.metric("reactor_store_commit_failures_total") >= 1
     assert server.stop() == 0
 
     # Space returns (a larger cap): everything acknowledged is there, and service resumes.

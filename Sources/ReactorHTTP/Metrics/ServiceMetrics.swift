@@ -2,6 +2,7 @@ import Locking
 import Metrics
 import MicroHTTP
 import Prometheus
+import ReactorHosting
 import Synchronization
 
 /// The service's metrics in its own Prometheus registry (so several services in one process
@@ -24,7 +25,12 @@ final class ServiceMetrics: Sendable {
     /// Requests with a method their path has no route for, by route and method.
     private let refusedMethods = Locked<[String: RouteMetrics]>([:])
 
-    init() {
+    /// What the session store's work adds to the metrics; nil without a store.
+    let storeObserver: StoreObserver?
+
+    /// - Parameter hasStore: whether the service keeps sessions in a store, whose commits,
+    ///   activations and passivations are then counted.
+    init(hasStore: Bool = false) {
         let registry = PrometheusCollectorRegistry()
         func gauge(_ name: String, _ help: String, labels: [(String, String)] = []) -> Prometheus.Gauge {
             registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
@@ -44,10 +50,40 @@ final class ServiceMetrics: Sendable {
                            "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
         gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
               labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
+        storeObserver = hasStore ? Self.storeObserver(registry) : nil
         instances.set(to: 0)
         streams.set(to: 0)
         stalledInstances.set(to: 0)
         storeWaits.set(to: 0)
+    }
+
+    /// The session store's metrics, in `registry`, and the observer that records them.
+    private static func storeObserver(_ registry: PrometheusCollectorRegistry) -> StoreObserver {
+        func counter(_ name: String, _ help: String) -> Prometheus.Counter {
+            registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
+        }
+        func histogram(_ name: String, _ help: String, _ bounds: [Duration]) -> DurationHistogram {
+            registry.makeDurationHistogram(name: name, buckets: bounds, help: help)
+        }
+        let milliseconds: [Double] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+        let bounds = milliseconds.map { Duration.microseconds(Int64($0 * 1000)) }
+        let commits = histogram("reactor_store_commit_duration_seconds",
+                                "Time each commit of a batch of writes to the session store took, its sync to disk included.", bounds)
+        let writes = counter("reactor_store_writes_total", "Writes committed to the session store: accepted actions, new states, settled actions and the like.")
+        let failures = counter("reactor_store_commit_failures_total",
+                               "Batches the session store failed to commit (a full disk, a database gone away): nothing of them was acknowledged.")
+        let activations = histogram("reactor_store_activation_duration_seconds",
+                                    "Time each activation took: an instance brought back from the session store into memory.", bounds)
+        let passivations = counter("reactor_instances_passivated_total",
+                                   "Instances that left memory after --passivate-after-s idle, kept by the session store.")
+        return StoreObserver(
+            committed: { count, nanoseconds in
+                writes.increment(by: Int64(count))
+                commits.recordNanoseconds(Int64(clamping: nanoseconds))
+            },
+            commitFailed: { failures.increment() },
+            activated: { activations.recordNanoseconds(Int64(clamping: $0)) },
+            passivated: { passivations.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

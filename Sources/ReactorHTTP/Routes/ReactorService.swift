@@ -17,7 +17,7 @@ public final class ReactorService: Sendable {
     /// The instances, their lifecycle and their store.
     let host: ReactorHost
     var table: InstanceTable { host.table }
-    let metrics = ServiceMetrics()
+    let metrics: ServiceMetrics
     let logger: Logger
     /// Whether each request is logged (at `debug`): decided once, from the logger's level when
     /// the service is made. Asking the logger on every request cost about 170 instructions
@@ -41,6 +41,7 @@ public final class ReactorService: Sendable {
         self.logsEachRequest = logger.logLevel <= .debug
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
         self.hasStore = configuration.store != nil
+        self.metrics = ServiceMetrics(hasStore: hasStore)
         var hosting = HostingConfiguration()
         hosting.maxInstances = configuration.maxInstances
         hosting.historyCapacity = configuration.historyCapacity
@@ -54,6 +55,7 @@ public final class ReactorService: Sendable {
         hosting.now = configuration.now
         hosting.wallClock = configuration.wallClock
         hosting.tracer = configuration.tracer ?? Self.bootstrappedTracer
+        if let storeObserver = metrics.storeObserver { hosting.storeObserver = storeObserver }
         let metrics = self.metrics
         self.host = ReactorHost(
             registry: registry, configuration: hosting, logger: logger,

@@ -33,6 +33,8 @@ package struct HostingConfiguration: Sendable {
     package var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Traces each action with this tracer (see ``ActionTraces``); nil: nothing is traced.
     package var tracer: (any Tracer)?
+    /// Told of commits, activations and passivations, for metrics.
+    package var storeObserver = StoreObserver()
 
     package init() {}
 }
@@ -76,7 +78,7 @@ package final class ReactorHost: Sendable {
         let table = self.table
         self.committer = configuration.store.map {
             GroupCommitter(
-                store: $0, durability: configuration.durability, logger: logger,
+                store: $0, durability: configuration.durability, logger: logger, observer: configuration.storeObserver,
                 staleWriters: { stale in
                     // Another writer (another node) holds them now: serve them no more here.
                     logger.warning("session store refused stale writes; those instances moved", metadata: ["instances": "\(stale.count)"])
@@ -168,6 +170,7 @@ package final class ReactorHost: Sendable {
     /// Loads the session with this id from the store and puts its instance in the table.
     private func activate(key: InstanceKey, id: String) throws(HostingError) -> (any HostedInstance)? {
         guard let store = configuration.store else { return nil }
+        let started = DispatchTime.now().uptimeNanoseconds
         let stored: StoredSession?
         do {
             stored = try store.load(id: id)
@@ -187,6 +190,7 @@ package final class ReactorHost: Sendable {
         if let activated, activated !== instance {
             activated.dispose(nil)  // not expected: activations of an id take turns
         } else {
+            configuration.storeObserver.activated(DispatchTime.now().uptimeNanoseconds &- started)
             logger.debug("instance activated", metadata: ["instance": "\(InstanceID.logLabel(id))"])
         }
         return instance
@@ -251,10 +255,12 @@ package final class ReactorHost: Sendable {
         // Out of memory only once the store holds everything they did (with async durability,
         // writes may still be queued), and only if nothing touched them meanwhile.
         let table = self.table
+        let observer = configuration.storeObserver
         committer.afterCommit {
             for instance in idle where table.removeIfIdle(instance, before: cutoff, where: { !$0.isBusy }) {
                 instance.dispose(nil)
                 committer.enqueue(.release(id: instance.id))
+                observer.passivated()
             }
         }
         return idle.count

@@ -59,12 +59,16 @@ package final class GroupCommitter: Sendable {
     private let staleWriters: @Sendable (Set<String>) -> Void
     /// Told of the ids a failed batch touched.
     private let failedInstances: @Sendable (Set<String>) -> Void
+    /// Told of each commit, for metrics.
+    private let observer: StoreObserver
 
     /// Starts the committing thread.
     package init(store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
+                 observer: StoreObserver = StoreObserver(),
                  staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
                  failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }) {
         self.store = store
+        self.observer = observer
         self.durability = durability
         self.logger = logger
         self.retryPause = retryPause
@@ -199,8 +203,10 @@ package final class GroupCommitter: Sendable {
     /// Commits one batch; on failure reports it and has the instances it touched dropped.
     /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
     private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
+        let started = DispatchTime.now().uptimeNanoseconds
         do {
             let stale = try store.commit(writes)
+            observer.committed(writes.count, DispatchTime.now().uptimeNanoseconds &- started)
             if !stale.isEmpty { drop(stale, outcome: .overtaken, by: staleWriters) }
             let recovered = queue.withLock { queue -> Bool in
                 defer { queue.lastError = nil }
@@ -209,6 +215,7 @@ package final class GroupCommitter: Sendable {
             if recovered { logger.notice("session store writable again; commits resume") }
             return (true, stale)
         } catch {
+            observer.commitFailed()
             let first = queue.withLock { queue -> Bool in
                 defer {
                     queue.lastError = error
