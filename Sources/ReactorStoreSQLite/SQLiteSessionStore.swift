@@ -122,12 +122,18 @@ public final class SQLiteSessionStore: SessionStore {
         }
     }
 
-    /// Refuses a database that holds tables but is not a session store, or a newer one.
-    private static func checkSchema(_ connection: SQLiteConnection) throws(SessionStoreError) {
+    /// Refuses a database that holds tables but is not a session store, or a newer one; and an
+    /// empty one unless `allowingEmpty` (a new store starts empty).
+    static func checkSchema(_ connection: SQLiteConnection, allowingEmpty: Bool = true) throws(SessionStoreError) {
         let tables = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         defer { tables.reset() }
         guard try tables.next() else { return }
-        if tables.int64(0) == 0 { return }
+        if tables.int64(0) == 0 {
+            guard allowingEmpty else {
+                throw SessionStoreError(.corrupt, "\(connection.path) holds no session store (no tables)")
+            }
+            return
+        }
         let hasMeta = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
         defer { hasMeta.reset() }
         guard try hasMeta.next(), hasMeta.int64(0) == 1 else {

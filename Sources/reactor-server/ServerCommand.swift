@@ -11,14 +11,14 @@ import ReactorStoreSQLite
 import ServiceLifecycle
 import Synchronization
 
-/// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves) or `health`.
+/// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves), `health` or `backup`.
 @main
 struct ReactorServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
         version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))",
-        subcommands: [ServerCommand.self, HealthCommand.self],
+        subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self],
         defaultSubcommand: ServerCommand.self
     )
 }

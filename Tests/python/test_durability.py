@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Server, request
+from conftest import Server, request, server_binary
 from faults_support import wait_for
 
 
@@ -298,3 +299,41 @@ def test_sigterm_lets_actions_in_flight_finish_and_leaves_longer_ones_to_the_rec
     restarted_slow = start_server("--counter-delay-ms", "300", store=slow.store)
     state = settled_state(restarted_slow, slow_counter)["state"]
     assert state["value"] == 1 and state["isLoading"] is False, state
+
+
+def test_a_backup_taken_while_serving_restores_every_session_and_never_overwrites(start_server, tmp_path):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counters = [server.create("counter")["id"] for _ in range(5)]
+    for index, counter in enumerate(counters):
+        for _ in range(index + 1):
+            assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    before = {counter: state_of(server, counter) for counter in counters}
+
+    backup = tmp_path / "backup.sqlite"
+    command = [str(server_binary()), "backup", "--store", store, str(backup)]
+    taken = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 0, taken.stderr
+    assert f"backed up {len(counters)} sessions" in taken.stdout
+    assert server.request("GET", "/healthz").status == 200  # the server served on
+
+    # Never over an existing file: refused, and the file is left as it was.
+    copied = backup.read_bytes()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.returncode != 0 and "already exists" in again.stderr, again
+    assert backup.read_bytes() == copied
+    # Not a session store: refused, named.
+    other = tmp_path / "notes.txt"
+    other.write_text("not a database\n")
+    refused = subprocess.run([str(server_binary()), "backup", "--store", f"sqlite:{other}", str(tmp_path / "x.sqlite")],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "not a database" in refused.stderr, refused
+    assert not (tmp_path / "x.sqlite").exists()
+
+    # A server on the copy has every session as it was, history included.
+    assert server.stop() == 0
+    restored = start_server("--counter-delay-ms", "0", store=f"sqlite:{backup}")
+    for counter in counters:
+        assert state_of(restored, counter) == before[counter]
+        history = restored.request("GET", f"/reactors/{counter}/history").json()
+        assert history["versions"][-1]["version"] == before[counter]["version"]
