@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CSQLite
 import Foundation
 import ReactorHosting
@@ -21,23 +28,34 @@ public enum SQLiteBackup {
         guard FileManager.default.fileExists(atPath: source) else {
             throw SessionStoreError(.unavailable, "there is no session store at \(source)")
         }
-        guard !FileManager.default.fileExists(atPath: destination) else {
-            throw SessionStoreError(.unavailable, "\(destination) already exists; a backup never overwrites a file")
-        }
         let store = try SQLiteConnection(path: source, create: false)
         try SQLiteSessionStore.checkSchema(store, allowingEmpty: false)
-        let quoted = destination.replacingOccurrences(of: "'", with: "''")
-        try store.execute("VACUUM INTO '\(quoted)'")
-        let copy = try SQLiteConnection(path: destination, create: false)
-        let check = try copy.statement("PRAGMA quick_check")
-        defer { check.reset() }
-        guard try check.next(), check.text(0) == "ok" else {
-            throw SessionStoreError(.corrupt, "the copy at \(destination) did not pass SQLite's check: \(check.text(0))")
+        // Made here, empty, readable by its owner only (sessions' ids are their credentials),
+        // and only if nothing is there: so a failed copy can be removed without removing
+        // anybody's file. `VACUUM INTO` writes into an empty file.
+        let made = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard made >= 0 else {
+            let reason = errno == EEXIST ? "it already exists; a backup never overwrites a file" : String(cString: strerror(errno))
+            throw SessionStoreError(.unavailable, "cannot write the backup \(destination): \(reason)")
         }
-        let count = try copy.statement("SELECT count(*) FROM sessions")
-        defer { count.reset() }
-        _ = try count.next()
-        let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
-        return Summary(sessions: Int(count.int64(0)), bytes: size)
+        close(made)
+        do throws(SessionStoreError) {
+            let quoted = destination.replacingOccurrences(of: "'", with: "''")
+            try store.execute("VACUUM INTO '\(quoted)'")
+            let copy = try SQLiteConnection(path: destination, create: false)
+            let check = try copy.statement("PRAGMA quick_check")
+            defer { check.reset() }
+            guard try check.next(), check.text(0) == "ok" else {
+                throw SessionStoreError(.corrupt, "the copy at \(destination) did not pass SQLite's check: \(check.text(0))")
+            }
+            let count = try copy.statement("SELECT count(*) FROM sessions")
+            defer { count.reset() }
+            _ = try count.next()
+            let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
+            return Summary(sessions: Int(count.int64(0)), bytes: size)
+        } catch {
+            unlink(destination)
+            throw error
+        }
     }
 }
