@@ -126,17 +126,19 @@ final class PostgresLinkPool: Sendable {
     private let links: LendingPool<PostgresLink>
     private let location: PostgresLocation
     private let logger: Logger
+    private let timeout: Duration
 
-    init(size: Int, location: PostgresLocation, logger: Logger) {
+    init(size: Int, location: PostgresLocation, logger: Logger, timeout: Duration = PostgresLink.defaultTimeout) {
         links = LendingPool(size: size)
         self.location = location
         self.logger = logger
+        self.timeout = timeout
     }
 
     /// Runs `body` on a free link, waiting for one when all are in use.
     func run<Result>(_ body: (PostgresConnection) throws -> Result) throws(SessionStoreError) -> Result {
-        let (location, logger) = (self.location, self.logger)
-        let make = { () throws(SessionStoreError) -> PostgresLink in PostgresLink(location: location, logger: logger) }
+        let (location, logger, timeout) = (self.location, self.logger, self.timeout)
+        let make = { () throws(SessionStoreError) -> PostgresLink in PostgresLink(location: location, logger: logger, timeout: timeout) }
         return try links.borrow(make: make) { (link: PostgresLink) throws(SessionStoreError) -> Result in
             try link.run(body)
         }

@@ -55,6 +55,9 @@ public final class PostgresSessionStore: SessionStore {
 
     /// How many idle sessions one statement of ``deleteIdle(before:excluding:)`` deletes at most.
     private let idleDeletionBatch: Int
+    /// How long a call may wait for the database unless told otherwise.
+    public static let defaultTimeout = PostgresLink.defaultTimeout
+
     /// Connections reading sessions at once, at most: a load is a few round trips, so several
     /// activations side by side multiply how many a node brings back per second (after a
     /// failover, every client of the dead node comes at once).
@@ -69,9 +72,11 @@ public final class PostgresSessionStore: SessionStore {
     ///   - historyCapacity: versions kept per session for replay (at least the latest).
     ///   - idleDeletionBatch: how many idle sessions one statement of
     ///     ``deleteIdle(before:excluding:)`` deletes at most.
+    ///   - timeout: how long a call may wait for the database before it fails as unavailable
+    ///     and its connection is made again (a hung server, a network that drops packets).
     /// - Throws: ``SessionStoreError`` naming the database and what is wrong.
     public init(location: PostgresLocation, node: String, lease: Duration, historyCapacity: Int,
-                idleDeletionBatch: Int = 1_000,
+                idleDeletionBatch: Int = 1_000, timeout: Duration = PostgresSessionStore.defaultTimeout,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
         self.idleDeletionBatch = max(1, idleDeletionBatch)
         self.location = location
@@ -81,9 +86,9 @@ public final class PostgresSessionStore: SessionStore {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
         self.logger = quiet
-        self.writer = PostgresLink(location: location, logger: quiet)
-        self.reader = PostgresLinkPool(size: Self.readerConnections, location: location, logger: quiet)
-        self.renewer = PostgresLink(location: location, logger: quiet)
+        self.writer = PostgresLink(location: location, logger: quiet, timeout: timeout)
+        self.reader = PostgresLinkPool(size: Self.readerConnections, location: location, logger: quiet, timeout: timeout)
+        self.renewer = PostgresLink(location: location, logger: quiet, timeout: timeout)
         try Self.prepareSchema(on: writer, location: location, logger: quiet)
         handOverRequests = PostgresChannel(location: location, name: Self.handOverChannel, logger: quiet)
         let keeper = LeaseKeeper(period: lease / 3) { [weak self] in self?.renewLeases() }

@@ -104,6 +104,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
     var leaseS: Int = Environment.value("LEASE_S", default: 4)
 
+    @Option(parsing: .unconditional, help: "With a postgres store, seconds a call may wait for the database before it fails: the request answers 503 and the connection is made again (STORE_TIMEOUT_S).")
+    var storeTimeoutS: Int = Environment.value("STORE_TIMEOUT_S", default: Int(PostgresSessionStore.defaultTimeout.components.seconds))
+
     @Option(help: "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID).")
     var nodeId: String = Environment.string("NODE_ID", default: "")
 
@@ -147,7 +150,8 @@ struct ServerCommand: AsyncParsableCommand {
                               ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
                               ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
                               ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
-                              ("passivate-after-s", passivateAfterS), ("lease-s", leaseS)]
+                              ("passivate-after-s", passivateAfterS), ("lease-s", leaseS),
+                              ("store-timeout-s", storeTimeoutS)]
         where value <= 0 {
             throw ValidationError("\(Environment.setting(name)) must be positive, not \(value)")
         }
@@ -199,7 +203,8 @@ struct ServerCommand: AsyncParsableCommand {
         // `validate` has checked it, so this does not throw.
         let location = try StoreLocation(store)
         do {
-            service.store = try location.open(historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS))
+            service.store = try location.open(historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS),
+                                              timeout: .seconds(storeTimeoutS))
         } catch {
             logger.critical("could not open the session store: \(error)")
             // Also as a plain line, for a person reading a terminal; a log collector reading
@@ -370,14 +375,14 @@ enum StoreLocation {
     }
 
     /// The store, opened; nil for memory.
-    func open(historyCapacity: Int, node: String, lease: Duration) throws -> (any SessionStore)? {
+    func open(historyCapacity: Int, node: String, lease: Duration, timeout: Duration) throws -> (any SessionStore)? {
         switch self {
         case .memory: return nil
         case .sqlite(let path, let maxPageCount):
             return try SQLiteSessionStore(path: path, historyCapacity: historyCapacity, maxPageCount: maxPageCount)
         case .postgres(let location):
             return try PostgresSessionStore(location: location, node: node, lease: lease, historyCapacity: historyCapacity,
-                                            logger: Logger(label: "reactor-server.postgres"))
+                                            timeout: timeout, logger: Logger(label: "reactor-server.postgres"))
         }
     }
 }

@@ -347,8 +347,11 @@ def test_a_database_that_goes_away_gives_clear_errors_and_service_resumes_with_n
 def test_a_database_that_stops_answering_holds_up_only_the_requests_that_need_it(tmp_path, server_logs):
     """A request that must wait for the store (here to bring an instance back) waits off the
     event loop: with a single loop, and PostgreSQL frozen with SIGSTOP mid-request, the health
-    check and an instance already in memory still answer at once."""
-    with Cluster(tmp_path, nodes=1, lease_s=LEASE_S, node_args=("--threads", "1")) as cluster:
+    check and an instance already in memory still answer at once. The waiting request fails
+    after --store-timeout-s with a 503, and the next one, once the database answers, succeeds."""
+    timeout_s = 3
+    with Cluster(tmp_path, nodes=1, lease_s=LEASE_S,
+                 node_args=("--threads", "1", "--store-timeout-s", str(timeout_s))) as cluster:
         node = cluster.node(0)
         in_memory = node.create()["id"]
         # The first request claims the new session for this node: in memory from then on.
@@ -360,6 +363,7 @@ def test_a_database_that_stops_answering_holds_up_only_the_requests_that_need_it
             os.kill(pid, signal.SIGSTOP)
         try:
             with ThreadPoolExecutor(max_workers=1) as pool:
+                sent = time.monotonic()
                 waiting = pool.submit(node.request, "GET", f"/reactors/{stored}", None, None, 30)
                 wait_until(lambda: node.metric("reactor_requests_waiting_for_store") == 1, 10,
                            "the request for the stored instance waiting for the store")
@@ -371,12 +375,15 @@ def test_a_database_that_stops_answering_holds_up_only_the_requests_that_need_it
                 assert snapshot.json()["id"] == in_memory
                 assert elapsed < 2, f"requests that need no store waited {elapsed:.1f} s"
                 assert not waiting.done(), "the stored instance came back while the database was frozen"
+                # Still frozen: the store call gives up after its timeout, and the request says so.
+                reply = waiting.result(timeout=30)
+                waited = time.monotonic() - sent
+                assert is_problem(reply, "store-unavailable"), reply
+                assert timeout_s - 0.5 < waited < timeout_s + 5, f"answered after {waited:.1f} s"
         finally:
             for pid in frozen:
                 os.kill(pid, signal.SIGCONT)
-        # Answered once the database answers again (or refused if its call had timed out).
-        reply = waiting.result(timeout=30)
-        assert reply.status == 200 or is_problem(reply, "store-unavailable"), reply
+        # Once the database answers again, a new connection serves the stored instance.
         wait_until(lambda: node.request("GET", f"/reactors/{stored}").status == 200, 30,
                    "the stored instance served once the database answers")
         assert node.metric("reactor_requests_waiting_for_store") == 0
