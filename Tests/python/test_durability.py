@@ -56,11 +56,15 @@ def test_a_clean_restart_keeps_versions_states_and_history(start_server):
     stream.close()
     deleted = first.create("counter")["id"]
     assert first.request("DELETE", f"/reactors/{deleted}").status == 204
+    deleted_while_stored = first.create("counter")["id"]
     assert first.stop() == 0
 
     second = start_server(store=store)
     assert state_of(second, counter) == before
     assert second.request("GET", f"/reactors/{deleted}").status == 404
+    # One kept only in the store, not in memory, is deleted from the store too.
+    assert second.request("DELETE", f"/reactors/{deleted_while_stored}").status == 204
+    assert second.request("GET", f"/reactors/{deleted_while_stored}").status == 404
     # Last-Event-ID replays the versions after it from the stored history, byte for byte.
     resumed = second.events(counter, headers={"Last-Event-ID": "1"})
     replayed = resumed.states_until(lambda state: state["alertMessage"]["count"] == 3)
@@ -70,6 +74,9 @@ def test_a_clean_restart_keeps_versions_states_and_history(start_server):
     reply = second.request("POST", f"/reactors/{counter}/actions?wait=true", '"decrease"')
     assert reply.status == 200 and reply.json()["version"] == before["version"] + 4
     assert reply.json()["state"]["value"] == 2
+    assert second.stop() == 0
+    third = start_server(store=store)
+    assert third.request("GET", f"/reactors/{deleted_while_stored}").status == 404
 
 
 class Hammer(threading.Thread):
