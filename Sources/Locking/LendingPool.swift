@@ -32,21 +32,16 @@ package final class LendingPool<Resource>: Sendable {
             free.withLock { $0.append(index) }
             available.signal()
         }
-        let outcome = slots[index].withLock { slot -> Swift.Result<Result, Failure> in
-            do throws(Failure) {
-                let resource: Resource
-                if let existing = slot {
-                    resource = existing
-                } else {
-                    resource = try make()
-                    slot = resource
-                }
-                return .success(try body(resource))
-            } catch {
-                return .failure(error)
+        return try slots[index].withLock { slot throws(Failure) -> Result in
+            let resource: Resource
+            if let existing = slot {
+                resource = existing
+            } else {
+                resource = try make()
+                slot = resource
             }
+            return try body(resource)
         }
-        return try outcome.get()
     }
 
     /// Runs `body` on each resource made so far, waiting for any that is lent.

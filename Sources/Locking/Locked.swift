@@ -28,11 +28,11 @@ package struct Locked<Value>: @unchecked Sendable {
         storage = LockedStorage.make(value)
     }
 
-    /// Runs `body` with exclusive access to the value. Do not call back into the same lock
-    /// from `body`: it is not recursive.
+    /// Runs `body` with exclusive access to the value, throwing what `body` throws (its own
+    /// error type). Do not call back into the same lock from `body`: it is not recursive.
     @inlinable
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try storage.withUnsafeMutablePointers { mutex, value in
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        try storage.withUnsafeMutablePointers { (mutex, value) throws(Failure) -> Result in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)

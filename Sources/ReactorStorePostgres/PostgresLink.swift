@@ -36,7 +36,7 @@ final class PostgresLink: Sendable {
     /// Runs `body` on the connection, connecting first when there is none or it was closed.
     /// Every error becomes a ``SessionStoreError`` naming the server (never a query's values).
     func run<Result>(_ body: (PostgresConnection) throws -> Result) throws(SessionStoreError) -> Result {
-        let outcome = connection.withLock { current -> Swift.Result<Result, SessionStoreError> in
+        try connection.withLock { current throws(SessionStoreError) -> Result in
             do {
                 let live: PostgresConnection
                 if let existing = current, !existing.isClosed {
@@ -53,7 +53,7 @@ final class PostgresLink: Sendable {
                 }
                 defer { deadline.cancel() }
                 do {
-                    return .success(try body(live))
+                    return try body(live)
                 } catch {
                     if expired.withLock({ $0 }) {
                         // Closing, perhaps not closed yet: never lent again.
@@ -64,12 +64,11 @@ final class PostgresLink: Sendable {
                     throw error
                 }
             } catch let error as SessionStoreError {
-                return .failure(error)
+                throw error
             } catch {
-                return .failure(SessionStoreError(.unavailable, "PostgreSQL at \(location): \(Self.describe(error))"))
+                throw SessionStoreError(.unavailable, "PostgreSQL at \(location): \(Self.describe(error))")
             }
         }
-        return try outcome.get()
     }
 
     /// Closes the connection, if one is open.

@@ -153,7 +153,7 @@ public final class SQLiteSessionStore: SessionStore {
     // MARK: - Writing
 
     public func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
-        try using(writer) { connection throws(SessionStoreError) -> Set<String> in
+        try writer.withLock { connection throws(SessionStoreError) -> Set<String> in
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
                 var settled: [String] = []
@@ -382,7 +382,7 @@ public final class SQLiteSessionStore: SessionStore {
             return ids
         }
         if ids.isEmpty { return [] }
-        return try using(writer) { connection throws(SessionStoreError) -> [String] in
+        return try writer.withLock { connection throws(SessionStoreError) -> [String] in
             var deleted: [String] = []
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
@@ -542,17 +542,4 @@ public final class SQLiteSessionStore: SessionStore {
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
     }
-}
-
-/// Runs `body` with the connection behind `lock`, keeping its typed error.
-private func using<Result>(_ lock: Locked<SQLiteConnection>,
-                           _ body: (SQLiteConnection) throws(SessionStoreError) -> Result) throws(SessionStoreError) -> Result {
-    let outcome = lock.withLock { connection -> Swift.Result<Result, SessionStoreError> in
-        do throws(SessionStoreError) {
-            return .success(try body(connection))
-        } catch {
-            return .failure(error)
-        }
-    }
-    return try outcome.get()
 }
