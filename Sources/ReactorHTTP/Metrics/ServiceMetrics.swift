@@ -32,24 +32,18 @@ final class ServiceMetrics: Sendable {
     ///   activations and passivations are then counted.
     init(hasStore: Bool = false) {
         let registry = PrometheusCollectorRegistry()
-        func gauge(_ name: String, _ help: String, labels: [(String, String)] = []) -> Prometheus.Gauge {
-            registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
-        }
-        func counter(_ name: String, _ help: String) -> Prometheus.Counter {
-            registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
-        }
         self.registry = registry
-        instances = gauge("reactor_instances", "Reactor instances in memory.")
-        streams = gauge("reactor_event_streams", "Open event streams.")
-        mutationErrors = counter("reactor_mutation_errors_total", "Errors thrown by reactors' mutations.")
-        stalls = counter("reactor_stalls_total",
-                         "Times an instance's mutate, reduce or transform ran past the stall timeout.")
-        stalledInstances = gauge("reactor_stalled_instances",
-                                 "Instances inside a call that has not returned within the stall timeout.")
-        storeWaits = gauge("reactor_requests_waiting_for_store",
-                           "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
-        gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
-              labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
+        instances = registry.gauge("reactor_instances", "Reactor instances in memory.")
+        streams = registry.gauge("reactor_event_streams", "Open event streams.")
+        mutationErrors = registry.counter("reactor_mutation_errors_total", "Errors thrown by reactors' mutations.")
+        stalls = registry.counter("reactor_stalls_total",
+                                  "Times an instance's mutate, reduce or transform ran past the stall timeout.")
+        stalledInstances = registry.gauge("reactor_stalled_instances",
+                                          "Instances inside a call that has not returned within the stall timeout.")
+        storeWaits = registry.gauge("reactor_requests_waiting_for_store",
+                                    "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
+        registry.gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
+                       labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
         storeObserver = hasStore ? Self.storeObserver(registry) : nil
         instances.set(to: 0)
         streams.set(to: 0)
@@ -59,23 +53,17 @@ final class ServiceMetrics: Sendable {
 
     /// The session store's metrics, in `registry`, and the observer that records them.
     private static func storeObserver(_ registry: PrometheusCollectorRegistry) -> StoreObserver {
-        func counter(_ name: String, _ help: String) -> Prometheus.Counter {
-            registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
-        }
-        func histogram(_ name: String, _ help: String, _ bounds: [Duration]) -> DurationHistogram {
-            registry.makeDurationHistogram(name: name, buckets: bounds, help: help)
-        }
         let milliseconds: [Double] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
         let bounds = milliseconds.map { Duration.microseconds(Int64($0 * 1000)) }
-        let commits = histogram("reactor_store_commit_duration_seconds",
+        let commits = registry.histogram("reactor_store_commit_duration_seconds",
                                 "Time each commit of a batch of writes to the session store took, its sync to disk included.", bounds)
-        let writes = counter("reactor_store_writes_total", "Writes committed to the session store: accepted actions, new states, settled actions and the like.")
-        let failures = counter("reactor_store_commit_failures_total",
-                               "Batches the session store failed to commit (a full disk, a database gone away): nothing of them was acknowledged.")
-        let activations = histogram("reactor_store_activation_duration_seconds",
-                                    "Time each activation took: an instance brought back from the session store into memory.", bounds)
-        let passivations = counter("reactor_instances_passivated_total",
-                                   "Instances that left memory after --passivate-after-s idle, kept by the session store.")
+        let writes = registry.counter("reactor_store_writes_total", "Writes committed to the session store: accepted actions, new states, settled actions and the like.")
+        let failures = registry.counter("reactor_store_commit_failures_total",
+                                        "Batches the session store failed to commit (a full disk, a database gone away): nothing of them was acknowledged.")
+        let activations = registry.histogram("reactor_store_activation_duration_seconds",
+                                             "Time each activation took: an instance brought back from the session store into memory.", bounds)
+        let passivations = registry.counter("reactor_instances_passivated_total",
+                                            "Instances that left memory after --passivate-after-s idle, kept by the session store.")
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -173,5 +161,23 @@ enum ApplicationMetrics {
             previous = line
         }
         return String(output.dropLast())
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    /// A gauge named `name` with `help` as its `# HELP` text.
+    @discardableResult
+    fileprivate func gauge(_ name: String, _ help: String, labels: [(String, String)] = []) -> Prometheus.Gauge {
+        makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    /// A counter named `name` with `help` as its `# HELP` text.
+    fileprivate func counter(_ name: String, _ help: String) -> Prometheus.Counter {
+        makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
+    }
+
+    /// A histogram of durations named `name`, with `help` as its `# HELP` text.
+    fileprivate func histogram(_ name: String, _ help: String, _ bounds: [Duration]) -> DurationHistogram {
+        makeDurationHistogram(name: name, buckets: bounds, help: help)
     }
 }
