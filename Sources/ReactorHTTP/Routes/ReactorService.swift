@@ -29,8 +29,6 @@ public final class ReactorService: Sendable {
     private let cors: CrossOriginPolicy
     /// Serves the requests that need the session store, so no event loop waits for it.
     private let storeWork = BlockingWorkPool()
-    /// Whether there is a store to wait for: without one, every request is served on its loop.
-    private let hasStore: Bool
 
     /// Creates a service serving the registered reactor types.
     public init(registry: ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
@@ -40,8 +38,7 @@ public final class ReactorService: Sendable {
         self.logger = logger
         self.logsEachRequest = logger.logLevel <= .debug
         self.cors = CrossOriginPolicy(allowedOrigins: configuration.allowedOrigins)
-        self.hasStore = configuration.store != nil
-        self.metrics = ServiceMetrics(hasStore: hasStore)
+        self.metrics = ServiceMetrics(hasStore: configuration.store != nil)
         var hosting = HostingConfiguration()
         hosting.maxInstances = configuration.maxInstances
         hosting.historyCapacity = configuration.historyCapacity
@@ -187,7 +184,7 @@ public final class ReactorService: Sendable {
             throw Problem.unknownType(body.type, known: registry.names)
         }
         // A new id is checked against the stored ones: off the event loop.
-        if hasStore && !scope.mayWaitForStore { throw StoreWaitNeeded() }
+        try leaveTheLoopToWaitForTheStore(scope)
         let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
@@ -350,12 +347,19 @@ public final class ReactorService: Sendable {
         var key: InstanceKey?
         request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
         if let key, let live = table.instance(key: key) { return live }
-        if hasStore && !scope.mayWaitForStore { throw StoreWaitNeeded() }
+        try leaveTheLoopToWaitForTheStore(scope)
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
         guard let found else { throw Problem.noSuchInstance(id) }
         return found
+    }
+
+    /// Throws ``StoreWaitNeeded`` on an event loop when there is a store: what the caller does
+    /// next may wait for it, so the request is served again off the loop. Without a store,
+    /// every request is served on its loop.
+    private func leaveTheLoopToWaitForTheStore(_ scope: RequestScope) throws {
+        if configuration.store != nil && !scope.mayWaitForStore { throw StoreWaitNeeded() }
     }
 
     private func requireJSON(_ request: HTTPRequest) throws(Problem) {
@@ -475,7 +479,7 @@ public final class ReactorService: Sendable {
                     self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
                 }
             } catch let problem as Problem where self.waitsForOwnership(after: problem) {
-                let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.ownershipWait.nanoseconds
+                let deadline = self.ownershipDeadlineFromNow()
                 return HTTPResponse.deferred { responder in
                     self.retry(request, scope.waitingForStore(), handler, until: deadline, responder: responder)
                 }
@@ -483,6 +487,12 @@ public final class ReactorService: Sendable {
                 return scope.finish(Self.problem(for: error).response)
             }
         }
+    }
+
+    /// When a request that waits for its instance to become this node's, starting now, gives up
+    /// (see ``ReactorServiceConfiguration/ownershipWait``).
+    private func ownershipDeadlineFromNow() -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds &+ configuration.ownershipWait.nanoseconds
     }
 
     /// Whether a request refused with `problem` waits for its instance to become this node's.
@@ -505,8 +515,7 @@ public final class ReactorService: Sendable {
                 }
             } catch let problem as Problem where self.waitsForOwnership(after: problem)
                 && ownershipDeadline.map({ DispatchTime.now().uptimeNanoseconds < $0 }) ?? true {
-                let deadline = ownershipDeadline
-                    ?? DispatchTime.now().uptimeNanoseconds &+ self.configuration.ownershipWait.nanoseconds
+                let deadline = ownershipDeadline ?? self.ownershipDeadlineFromNow()
                 self.retry(request, scope, handler, until: deadline, responder: responder)
             } catch {
                 responder.respond(scope.finish(Self.problem(for: error).response))
