@@ -247,6 +247,74 @@ import Testing
         #expect(try host.instance(id: id) == nil)
         #expect(try host.instance(id: "DDDDDDDDDDDDDDDDDDDDDD") == nil)
     }
+
+    @Test func aStateStoredBeforeItsTypeGainedKeysTakesThemFromTheInitialState() async throws {
+        // An earlier counter had only a value.
+        let older = Array(#"{"value":5}"#.utf8)
+        _ = try store.commit([.create(id: "FFFFFFFFFFFFFFFFFFFFFF", type: "counter", state: older, lastActivity: 0)])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: "FFFFFFFFFFFFFFFFFFFFFF"))
+        #expect(instance.timeline.latest.version == 0)
+        #expect(instance.timeline.latest.json == state(value: 5, isLoading: false))
+        // Reading it changed nothing stored; the next version is stored whole.
+        #expect(try store.load(id: "FFFFFFFFFFFFFFFFFFFFFF")?.state == older)
+        let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
+        #expect(try await settledState(host, "FFFFFFFFFFFFFFFFFFFFFF", after: [receipt.sequence]).value == 6)
+        let committed = DispatchSemaphore(value: 0)
+        host.committer!.afterQueuedWrites { committed.signal() }
+        committed.wait()
+        let stored = try #require(try store.load(id: "FFFFFFFFFFFFFFFFFFFFFF"))
+        #expect(stored.state == state(value: 6, isLoading: false, alerts: 1))
+    }
+
+    @Test(arguments: [
+        ("counter", #"{"alertMessage":{"count":0,"value":null},"isLoading":false,"value":"five"}"#, "wrong type at 'value'"),
+        ("counter", #"[5]"#, "wrong type at the top level"),
+        ("abacus", #"{"beads":3}"#, "its type 'abacus' is not registered by this build"),
+    ])
+    func aStoredSessionThatStillDoesNotDecodeIsRefusedAndKeptAsItWas(type: String, json: String, reason: String) throws {
+        let stored = Array(json.utf8)
+        _ = try store.commit([
+            .create(id: "GGGGGGGGGGGGGGGGGGGGGG", type: type, state: stored, lastActivity: 0),
+            .accept(id: "GGGGGGGGGGGGGGGGGGGGGG", seq: 1, action: Array(#""increase""#.utf8)),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        for _ in 1...2 {
+            #expect {
+                _ = try host.instance(id: "GGGGGGGGGGGGGGGGGGGGGG")
+            } throws: { error in
+                guard case HostingError.storedSessionIncompatible(let detail) = error else { return false }
+                return detail.contains(reason)
+            }
+        }
+        let kept = try #require(try store.load(id: "GGGGGGGGGGGGGGGGGGGGGG"))
+        #expect(kept.state == stored)
+        #expect(kept.type == type)
+        #expect(kept.pendingActions.map(\.seq) == [1])
+    }
+
+    @Test func anAcknowledgedActionThisBuildCannotDecodeIsReportedAndNotApplied() async throws {
+        // Seq 1 is a case an earlier counter had; seq 2 is one it still has.
+        _ = try store.commit([
+            .create(id: "HHHHHHHHHHHHHHHHHHHHHH", type: "counter", state: state(value: 3, isLoading: false), lastActivity: 0),
+            .accept(id: "HHHHHHHHHHHHHHHHHHHHHH", seq: 1, action: Array(#""reset""#.utf8)),
+            .accept(id: "HHHHHHHHHHHHHHHHHHHHHH", seq: 2, action: Array(#""increase""#.utf8)),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let recovered = try await settledState(host, "HHHHHHHHHHHHHHHHHHHHHH", after: [2])
+        #expect(recovered.value == 4)
+        let instance = try #require(try host.instance(id: "HHHHHHHHHHHHHHHHHHHHHH"))
+        let subscriber = RecordingSubscriber()
+        try instance.timeline.attach(subscriber)
+        #expect(subscriber.events == [Array("error 1".utf8)])
+        let committed = DispatchSemaphore(value: 0)
+        host.committer!.afterQueuedWrites { committed.signal() }
+        committed.wait()
+        #expect(try store.load(id: "HHHHHHHHHHHHHHHHHHHHHH")?.pendingActions.isEmpty == true)
+    }
 }
 
 private final class RecordingSubscriber: TimelineSubscriber, @unchecked Sendable {

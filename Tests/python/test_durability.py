@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -77,6 +78,50 @@ def test_a_clean_restart_keeps_versions_states_and_history(start_server):
     assert second.stop() == 0
     third = start_server(store=store)
     assert third.request("GET", f"/reactors/{deleted_while_stored}").status == 404
+
+
+def test_a_state_stored_by_an_earlier_build_is_read_and_one_that_no_longer_decodes_is_kept(start_server):
+    store = fresh_store()
+    first = start_server("--counter-delay-ms", "0", store=store)
+    older, unreadable = first.create("counter")["id"], first.create("counter")["id"]
+    assert first.request("POST", f"/reactors/{older}/actions?wait=true", '"increase"').status == 200
+    version = state_of(first, older)["version"]
+    assert first.stop() == 0
+    # As an earlier build of the counter stored them: one with only a value, one whose value
+    # was a string then.
+    path = store.removeprefix("sqlite:")
+    with sqlite3.connect(path) as database:
+        database.execute("UPDATE sessions SET state = ? WHERE id = ?", (b'{"value":41}', older))
+        database.execute("UPDATE sessions SET state = ? WHERE id = ?", (b'{"value":"many"}', unreadable))
+    database.close()
+
+    second = start_server("--counter-delay-ms", "0", store=store)
+    # The keys the stored state lacks come from the initial state; the version stays.
+    assert state_of(second, older) == {"id": older, "type": "counter", "version": version, "state": {
+        "alertMessage": {"count": 0, "value": None}, "isLoading": False, "value": 41}}
+    reply = second.request("POST", f"/reactors/{older}/actions?wait=true", '"increase"')
+    assert reply.status == 200 and reply.json()["state"]["value"] == 42, reply
+    # One that still does not decode is refused, clearly, for reads and actions alike.
+    for method, route, body in [("GET", "", None), ("POST", "/actions", '"increase"'), ("GET", "/events", None)]:
+        refused = second.request(method, f"/reactors/{unreadable}{route}", body)
+        assert refused.status == 500 and refused.header("Content-Type") == "application/problem+json", refused
+        problem = refused.json()
+        assert problem["type"] == "urn:reactor-server:problem:stored-session-incompatible", problem
+        assert "wrong type at 'value'" in problem["detail"]
+        assert refused.header("Retry-After") is None
+    assert second.request("GET", "/healthz").status == 200
+    assert second.stop() == 0
+    log = second.stderr()
+    assert "no longer decodes" in log and unreadable not in log
+    # It is kept exactly as it was, and the refused action was not accepted.
+    with sqlite3.connect(path) as database:
+        assert database.execute("SELECT state FROM sessions WHERE id = ?", (unreadable,)).fetchone() == (b'{"value":"many"}',)
+        assert database.execute("SELECT count(*) FROM actions WHERE id = ?", (unreadable,)).fetchone() == (0,)
+    database.close()
+    # Its owner can still delete it.
+    third = start_server("--counter-delay-ms", "0", store=store)
+    assert third.request("DELETE", f"/reactors/{unreadable}").status == 204
+    assert third.request("GET", f"/reactors/{unreadable}").status == 404
 
 
 class Hammer(threading.Thread):

@@ -209,8 +209,11 @@ public final class ReactorService: Sendable {
     }
 
     private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
-        // Brought back from the store first, off the event loop, if it is not in memory.
-        let id = try self.instance(for: request, scope).id
+        // Off the event loop if it is not in memory: the host looks in the store.
+        var key: InstanceKey?
+        request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
+        if key.flatMap(table.instance(key:)) == nil { try leaveTheLoopToWaitForTheStore(scope) }
+        let id = request.pathParameters["id"] ?? ""
         guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
             throw Problem.noSuchInstance(id)
         }

@@ -127,7 +127,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let (timeline, publisher) = StateTimeline.make(
             restoring: reactor.currentState,
             version: restored?.stored.version ?? 0,
-            json: restored?.stored.state,
+            json: restored?.stateJSON,
             history: restored.map { Array($0.stored.history.dropLast()) } ?? [],
             // When each stored version was published is not kept; which action produced it is.
             origins: restored?.stored.history.map { VersionOrigin(version: $0.version, producedBy: $0.producedBy, publishedAt: nil) } ?? [],
@@ -204,6 +204,14 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                                               "reducedMutations": "\(interrupted.reducedMutations)"])
             let failure = MutationFailure(actionSequence: seq, errorType: "InterruptedAction",
                                           message: "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it")
+            timeline.retain(event: context.errorEvent(failure))
+            context.committer?.enqueue(.settle(id: id, seq: seq))
+        }
+        for (seq, reason) in restored.undecodable {
+            context.logger.error("an acknowledged action no longer decodes as this type's Action; reported and not applied",
+                                 metadata: ["instance": "\(label)", "type": "\(typeName)", "action": "\(seq)", "error": "\(reason)"])
+            let failure = MutationFailure(actionSequence: seq, errorType: "UndecodableAction",
+                                          message: "action \(seq) was accepted by an earlier build and no longer decodes as this type's Action (\(reason)); it was not applied")
             timeline.retain(event: context.errorEvent(failure))
             context.committer?.enqueue(.settle(id: id, seq: seq))
         }
@@ -310,30 +318,41 @@ final class HostedReactor<R: Reactor>: HostedInstance {
 }
 
 /// A stored session decoded for its reactor type: the state, and the pending actions sorted
-/// into those that had not started and those a crash interrupted.
+/// into those that had not started, those a crash interrupted, and those that no longer decode.
 struct Restoration<R: Reactor> {
     let stored: StoredSession
     let state: R.State
+    /// The JSON of the restored version: the stored bytes, or the state encoded again when keys
+    /// were filled from the initial state.
+    let stateJSON: [UInt8]
+    /// The keys filled from the initial state (see ``StoredStateDecoding``); usually none.
+    let filledKeys: [String]
     let unstarted: [(seq: UInt64, action: R.Action, json: [UInt8])]
     let interrupted: [InterruptedAction<R.Action>]
+    /// Acknowledged actions an earlier build stored that this build's `Action` cannot decode,
+    /// with what does not decode: reported, never applied.
+    let undecodable: [(seq: UInt64, reason: String)]
 
-    /// Decodes `stored`; throws when its state or an action no longer decodes as this type's.
-    init(_ stored: StoredSession) throws(HostingError) {
+    /// Decodes `stored`, filling keys its state lacks from `initialStateJSON`; throws
+    /// ``HostingError/storedSessionIncompatible(_:)`` when the state still does not decode.
+    init(_ stored: StoredSession, initialStateJSON: [UInt8]) throws(HostingError) {
         self.stored = stored
-        do {
-            state = try JSONCoding.decoder.decode(R.State.self, from: Data(stored.state))
-        } catch {
-            throw HostingError.storeUnavailable("the stored state of a \(stored.type) does not decode: \(error)")
-        }
+        let decoded = try StoredStateDecoding.decode(R.State.self, stored: stored.state, initialState: initialStateJSON)
+        state = decoded.state
+        filledKeys = decoded.filledKeys
+        stateJSON = decoded.filledKeys.isEmpty ? stored.state : JSONCoding.encodeState(decoded.state)
         var unstarted: [(UInt64, R.Action, [UInt8])] = []
         var interrupted: [InterruptedAction<R.Action>] = []
+        var undecodable: [(UInt64, String)] = []
         let rawValue = RawValueDecoder(R.Action.self)
         for pending in stored.pendingActions {
             let action: R.Action
             do {
                 action = try ActionDecoding.decode(R.Action.self, from: pending.action, rawValue: rawValue)
             } catch {
-                throw HostingError.storeUnavailable("a stored action of a \(stored.type) does not decode: \(error)")
+                guard case .invalidAction(let reason) = error else { throw error }
+                undecodable.append((pending.seq, reason))
+                continue
             }
             if pending.seq > stored.startedThrough {
                 unstarted.append((pending.seq, action, pending.action))
@@ -344,5 +363,6 @@ struct Restoration<R: Reactor> {
         }
         self.unstarted = unstarted
         self.interrupted = interrupted
+        self.undecodable = undecodable
     }
 }

@@ -14,6 +14,10 @@ package enum HostingError: Error, Sendable, Equatable {
     /// The session store could not take the write (full disk, lost connection); nothing was
     /// acknowledged. The detail names the store's error.
     case storeUnavailable(String)
+    /// The instance's stored session no longer decodes as its reactor type (a build changed
+    /// `State` in a way that filling missing keys from the initial state does not bridge). The
+    /// session is kept in the store unchanged; the detail names what does not decode.
+    case storedSessionIncompatible(String)
     /// Another node serves the instance now (several nodes share the store); nothing was done.
     /// A retry after `retryAfterSeconds`, through the proxy, reaches its owner.
     case ownedElsewhere(retryAfterSeconds: Int)

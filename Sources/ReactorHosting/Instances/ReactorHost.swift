@@ -179,13 +179,25 @@ package final class ReactorHost: Sendable {
         } catch {
             throw HostingError.storeUnavailable(error.message)
         }
-        guard let stored, let type = registry.type(named: stored.type) else { return nil }
+        guard let stored else { return nil }
         let context = self.context
         var activated: (any HostedInstance)?
-        let instance = try table.insertIfAbsent(key: key) { () throws(HostingError) in
-            let made = try type.host(id, context, stored)
-            activated = made
-            return made
+        let instance: any HostedInstance
+        do throws(HostingError) {
+            guard let type = registry.type(named: stored.type) else {
+                throw HostingError.storedSessionIncompatible("its type '\(stored.type)' is not registered by this build")
+            }
+            instance = try table.insertIfAbsent(key: key) { () throws(HostingError) in
+                let made = try type.host(id, context, stored)
+                activated = made
+                return made
+            }
+        } catch {
+            if case .storedSessionIncompatible(let detail) = error {
+                logger.error("a stored session no longer decodes as its type; it is kept unchanged and not served",
+                             metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
+            }
+            throw error
         }
         if let activated, activated !== instance {
             activated.dispose(nil)  // not expected: activations of an id take turns
@@ -199,7 +211,16 @@ package final class ReactorHost: Sendable {
     /// Deletes the instance with this id, in memory and in the store. Nil when there is none;
     /// else the ticket (with ``Durability/sync``) tells when the deletion is committed.
     package func delete(id: String) throws(HostingError) -> CommitTicket?? {
-        guard let instance = try instance(id: id), let removed = table.remove(instance.id) else { return .none }
+        let found: (any HostedInstance)?
+        do {
+            found = try instance(id: id)
+        } catch {
+            guard case .storedSessionIncompatible = error, let committer else { throw error }
+            // Stored but not servable by this build: its owner may still delete it, and nothing
+            // of it is in memory.
+            return .some(committer.enqueueAcknowledged(.delete(id: id)))
+        }
+        guard let instance = found, let removed = table.remove(instance.id) else { return .none }
         removed.dispose(.deleted)
         guard let committer else { return .some(nil) }
         return .some(committer.enqueueAcknowledged(.delete(id: id)))

@@ -1,3 +1,4 @@
+import Locking
 import ReactorCore
 import SortedJSON
 
@@ -60,8 +61,17 @@ package struct RegisteredType: Sendable {
         let probe = make()
         self.initialStateJSON = JSONCoding.encodeState(probe.initialState)
         probe.dispose()
+        let initialStateJSON = self.initialStateJSON
+        let upgradesReported = Locked<Set<[String]>>([])
         self.host = { id, context, stored throws(HostingError) in
-            let restoration = try stored.map { stored throws(HostingError) in try Restoration<R>(stored) }
+            let restoration = try stored.map { stored throws(HostingError) in
+                try Restoration<R>(stored, initialStateJSON: initialStateJSON)
+            }
+            if let filled = restoration?.filledKeys, !filled.isEmpty,
+               upgradesReported.withLock({ $0.insert(filled).inserted }) {
+                context.logger.notice("stored states of this type lack keys its State has now; each is filled from the initial state (reported once per set of keys)",
+                                      metadata: ["type": "\(name)", "filled": "\(filled.joined(separator: ", "))"])
+            }
             return HostedReactor(id: id, typeName: name, reactor: make(), context: context, restored: restoration)
         }
     }
