@@ -369,6 +369,7 @@ def test_a_backup_taken_while_serving_restores_every_session_and_never_overwrite
     assert f"backed up {len(counters)} sessions" in taken.stdout
     assert server.request("GET", "/healthz").status == 200  # the server served on
     assert backup.stat().st_mode & 0o777 == 0o600  # the ids in it are credentials
+    assert not [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
 
     # Never over an existing file: refused, and the file is left as it was.
     copied = backup.read_bytes()

@@ -1,0 +1,62 @@
+import Foundation
+import ReactorHosting
+import Testing
+@testable import ReactorStoreSQLite
+
+/// Backups of a store in use: written aside, checked and synced, then linked into place, so the
+/// destination's name only ever holds a whole copy, and never replaces a file.
+@Suite struct SQLiteBackupTests {
+    private let directory: URL
+    private let source: String
+    private let destination: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-backup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        source = directory.appendingPathComponent("sessions.sqlite").path
+        destination = directory.appendingPathComponent("backup.sqlite").path
+        let store = try SQLiteSessionStore(path: source, historyCapacity: 8)
+        _ = try store.commit((1...3).map { .create(id: "s\($0)", type: "counter", state: Array(#"{"value":\#($0)}"#.utf8), lastActivity: 0) })
+        store.close()
+    }
+
+    private var files: [String] { (try? FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()) ?? [] }
+
+    @Test func theCopyTakesItsNameOnlyOnceItIsWholeAndLeavesNothingElse() throws {
+        var seenBeforePublishing: [String] = []
+        let summary = try SQLiteBackup.copy(from: source, to: destination) {
+            seenBeforePublishing = files
+        }
+        #expect(summary.sessions == 3)
+        // Before: the checked copy aside, nothing under the destination's name.
+        #expect(seenBeforePublishing.contains("backup.sqlite.partial-\(getpid())"))
+        #expect(!seenBeforePublishing.contains("backup.sqlite"))
+        // After: the copy under its name, no partial file left.
+        #expect(!files.contains { $0.contains(".partial-") })
+        let copy = try SQLiteSessionStore(path: destination, historyCapacity: 8)
+        defer { copy.close() }
+        #expect(try copy.load(id: "s2")?.state == Array(#"{"value":2}"#.utf8))
+    }
+
+    @Test func aBackupCutOffBeforeItsNameLeavesNoFileUnderIt() throws {
+        #expect(throws: SessionStoreError.self) {
+            _ = try SQLiteBackup.copy(from: source, to: destination) { () throws(SessionStoreError) in
+                throw SessionStoreError(.unavailable, "interrupted")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: destination))
+        #expect(!files.contains { $0.contains(".partial-") })
+    }
+
+    @Test func aFileMadeUnderTheNameWhileTheCopyRanIsLeftAlone() throws {
+        #expect {
+            _ = try SQLiteBackup.copy(from: source, to: destination) {
+                FileManager.default.createFile(atPath: destination, contents: Data("someone else's\n".utf8))
+            }
+        } throws: { error in
+            (error as? SessionStoreError)?.message.contains("already exists") == true
+        }
+        #expect(FileManager.default.contents(atPath: destination) == Data("someone else's\n".utf8))
+        #expect(!files.contains { $0.contains(".partial-") })
+    }
+}
