@@ -103,6 +103,29 @@ public final class SearchReactor: Reactor {
         }
     }
 
+    /// After a crash: makes the results match the query again, and ends a page load. A search
+    /// only reads, so what a crash cut off is searched again rather than reported only: a
+    /// query whose results had not arrived gets its first page, a next page that had not
+    /// arrived is appended, and the search is never left loading (which would refuse every
+    /// later `loadNextPage`).
+    public func recover(interrupted actions: [InterruptedAction<Action>]) -> Mutations<Mutation> {
+        let state = currentState
+        // `updateQuery`'s second mutation brings its results; `loadNextPage`'s second appends.
+        let resultsMissing = { (wanted: (Action) -> Bool) in
+            actions.contains { wanted($0.action) && $0.reducedMutations < 2 }
+        }
+        if resultsMissing({ if case .updateQuery = $0 { true } else { false } }) {
+            let page = search(state.query, page: 1)
+            return .concat(.just(.setResults(page.names, nextPage: page.next)), .just(.setLoadingNextPage(false)))
+        }
+        guard state.isLoadingNextPage else { return .empty }
+        if resultsMissing({ $0 == .loadNextPage }), let next = state.nextPage {
+            let page = search(state.query, page: next)
+            return .concat(.just(.appendResults(page.names, nextPage: page.next)), .just(.setLoadingNextPage(false)))
+        }
+        return .just(.setLoadingNextPage(false))
+    }
+
     /// The state after one mutation.
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state

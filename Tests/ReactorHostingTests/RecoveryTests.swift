@@ -14,6 +14,7 @@ import Testing
     private func makeHost(durability: Durability = .sync) -> ReactorHost {
         var registry = ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
+        registry.register("search") { SearchReactor(latency: .zero) }
         var configuration = HostingConfiguration()
         configuration.store = store
         configuration.durability = durability
@@ -82,6 +83,71 @@ import Testing
         try instance.timeline.attach(subscriber)
         #expect(subscriber.events == [Array("error 1".utf8)])
         #expect(try store.load(id: "BBBBBBBBBBBBBBBBBBBBBB")?.pendingActions.isEmpty == true)
+    }
+
+    /// The names the search finds for `query`, in pages of the search's page size.
+    private func searchPages(_ query: String) -> [[String]] {
+        let names = PackageCatalog.names.filter { $0.lowercased().contains(query) }
+        return stride(from: 0, to: names.count, by: SearchReactor.pageSize).map {
+            Array(names[$0..<min($0 + SearchReactor.pageSize, names.count)])
+        }
+    }
+
+    private func searchState(_ query: String, results: [String], nextPage: Int?, loading: Bool) throws -> [UInt8] {
+        var state = SearchReactor.State()
+        state.query = query
+        state.results = results
+        state.nextPage = nextPage
+        state.isLoadingNextPage = loading
+        return JSONCoding.encodeState(state)
+    }
+
+    @Test func aSearchCutOffWhileLoadingItsNextPageAppendsItAndStopsLoading() async throws {
+        let pages = searchPages("swift")
+        try #require(pages.count >= 3)
+        _ = try store.commit([
+            .create(id: "IIIIIIIIIIIIIIIIIIIIII", type: "search", state: try searchState("swift", results: pages[0], nextPage: 2, loading: false), lastActivity: 0),
+            .accept(id: "IIIIIIIIIIIIIIIIIIIIII", seq: 1, action: Array(#"{"loadNextPage":{}}"#.utf8)),
+            .version(id: "IIIIIIIIIIIIIIIIIIIIII", version: 1, state: try searchState("swift", results: pages[0], nextPage: 2, loading: true),
+                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: "IIIIIIIIIIIIIIIIIIIIII"))
+        await withCheckedContinuation { continuation in
+            instance.whenSettled(ActionReceipt(sequence: 0)) { continuation.resume() }
+        }
+        let recovered = try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json))
+        #expect(recovered.results == pages[0] + pages[1])
+        #expect(recovered.nextPage == 3)
+        #expect(!recovered.isLoadingNextPage)
+        // It loads further pages again.
+        let (receipt, _) = try instance.send(actionJSON: Array(#"{"loadNextPage":{}}"#.utf8))
+        await withCheckedContinuation { continuation in instance.whenSettled(receipt) { continuation.resume() } }
+        let next = try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json))
+        #expect(next.results == pages[0] + pages[1] + pages[2])
+    }
+
+    @Test func aSearchCutOffBeforeItsResultsSearchesItsQueryAgain() async throws {
+        let swift = searchPages("swift"), grdb = searchPages("grdb")
+        try #require(!grdb.isEmpty)
+        _ = try store.commit([
+            .create(id: "JJJJJJJJJJJJJJJJJJJJJJ", type: "search", state: try searchState("swift", results: swift[0], nextPage: 2, loading: false), lastActivity: 0),
+            .accept(id: "JJJJJJJJJJJJJJJJJJJJJJ", seq: 1, action: Array(#"{"updateQuery":{"query":"grdb"}}"#.utf8)),
+            .version(id: "JJJJJJJJJJJJJJJJJJJJJJ", version: 1, state: try searchState("grdb", results: swift[0], nextPage: 2, loading: false),
+                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+        ])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: "JJJJJJJJJJJJJJJJJJJJJJ"))
+        await withCheckedContinuation { continuation in
+            instance.whenSettled(ActionReceipt(sequence: 0)) { continuation.resume() }
+        }
+        let recovered = try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json))
+        #expect(recovered.query == "grdb")
+        #expect(recovered.results == grdb[0])
+        #expect(recovered.nextPage == (grdb.count > 1 ? 2 : nil))
+        #expect(!recovered.isLoadingNextPage)
     }
 
     @Test func theRecoveryHooksMutationsComeBeforeTheActionsSentAfterActivation() async throws {

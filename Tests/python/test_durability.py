@@ -213,6 +213,29 @@ def test_kill_mid_flight_finishes_every_acknowledged_action_once(start_server):
         assert state["value"] == 1 and state["isLoading"] is False, state
 
 
+def test_kill_while_a_search_loads_its_next_page_appends_it_after_the_restart(start_server):
+    store = fresh_store()
+    server = start_server("--search-latency-ms", "300", store=store)
+    search = server.create("search")["id"]
+    first = server.request("POST", f"/reactors/{search}/actions?wait=true", '{"updateQuery":{"query":"swift"}}')
+    assert first.status == 200 and first.json()["state"]["nextPage"] == 2, first
+    page = first.json()["state"]["results"]
+    stream = server.events(search)
+    assert server.request("POST", f"/reactors/{search}/actions", '"loadNextPage"').status == 202
+    stream.states_until(lambda state: state["isLoadingNextPage"])
+    stream.close()
+    kill(server)
+
+    restarted = start_server("--search-latency-ms", "300", store=store)
+    state = wait_for(lambda: (lambda state: state if not state["isLoadingNextPage"] else None)(
+        state_of(restarted, search)["state"]), timeout=15, what="the search to stop loading")
+    assert state["query"] == "swift" and state["results"][:len(page)] == page and len(state["results"]) == 2 * len(page), state
+    assert state["nextPage"] == 3
+    # Not stuck: the next page loads.
+    reply = restarted.request("POST", f"/reactors/{search}/actions?wait=true", '"loadNextPage"')
+    assert reply.status == 200 and len(reply.json()["state"]["results"]) > len(state["results"]), reply
+
+
 def test_passivated_instances_come_back_under_load(start_server):
     store = fresh_store()
     server = start_server("--counter-delay-ms", "0", "--passivate-after-s", "1", store=store)
