@@ -102,22 +102,30 @@ import Testing
         return JSONCoding.encodeState(state)
     }
 
-    @Test func aSearchCutOffWhileLoadingItsNextPageAppendsItAndStopsLoading() async throws {
-        let pages = searchPages("swift")
-        try #require(pages.count >= 3)
+    /// A search session stored as a crash left it: `stored`, then `action` (seq 1) started, with
+    /// its first mutation's state `cutOff` kept. Activates it and waits for the recovery hook.
+    private func recoverSearch(_ id: String, stored: [UInt8], action: String, cutOff: [UInt8],
+                               host: ReactorHost) async throws -> (any HostedInstance, SearchReactor.State) {
         _ = try store.commit([
-            .create(id: "IIIIIIIIIIIIIIIIIIIIII", type: "search", state: try searchState("swift", results: pages[0], nextPage: 2, loading: false), lastActivity: 0),
-            .accept(id: "IIIIIIIIIIIIIIIIIIIIII", seq: 1, action: Array(#"{"loadNextPage":{}}"#.utf8)),
-            .version(id: "IIIIIIIIIIIIIIIIIIIIII", version: 1, state: try searchState("swift", results: pages[0], nextPage: 2, loading: true),
-                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+            .create(id: id, type: "search", state: stored, lastActivity: 0),
+            .accept(id: id, seq: 1, action: Array(action.utf8)),
+            .version(id: id, version: 1, state: cutOff, startedThrough: 1, producedBy: 1, lastActivity: 0),
         ])
-        let host = makeHost()
-        defer { host.shutdown() }
-        let instance = try #require(try host.instance(id: "IIIIIIIIIIIIIIIIIIIIII"))
+        let instance = try #require(try host.instance(id: id))
         await withCheckedContinuation { continuation in
             instance.whenSettled(ActionReceipt(sequence: 0)) { continuation.resume() }
         }
-        let recovered = try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json))
+        return (instance, try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json)))
+    }
+
+    @Test func aSearchCutOffWhileLoadingItsNextPageAppendsItAndStopsLoading() async throws {
+        let pages = searchPages("swift")
+        try #require(pages.count >= 3)
+        let host = makeHost()
+        defer { host.shutdown() }
+        let (instance, recovered) = try await recoverSearch(
+            "IIIIIIIIIIIIIIIIIIIIII", stored: try searchState("swift", results: pages[0], nextPage: 2, loading: false),
+            action: #"{"loadNextPage":{}}"#, cutOff: try searchState("swift", results: pages[0], nextPage: 2, loading: true), host: host)
         #expect(recovered.results == pages[0] + pages[1])
         #expect(recovered.nextPage == 3)
         #expect(!recovered.isLoadingNextPage)
@@ -131,19 +139,11 @@ import Testing
     @Test func aSearchCutOffBeforeItsResultsSearchesItsQueryAgain() async throws {
         let swift = searchPages("swift"), grdb = searchPages("grdb")
         try #require(!grdb.isEmpty)
-        _ = try store.commit([
-            .create(id: "JJJJJJJJJJJJJJJJJJJJJJ", type: "search", state: try searchState("swift", results: swift[0], nextPage: 2, loading: false), lastActivity: 0),
-            .accept(id: "JJJJJJJJJJJJJJJJJJJJJJ", seq: 1, action: Array(#"{"updateQuery":{"query":"grdb"}}"#.utf8)),
-            .version(id: "JJJJJJJJJJJJJJJJJJJJJJ", version: 1, state: try searchState("grdb", results: swift[0], nextPage: 2, loading: false),
-                     startedThrough: 1, producedBy: 1, lastActivity: 0),
-        ])
         let host = makeHost()
         defer { host.shutdown() }
-        let instance = try #require(try host.instance(id: "JJJJJJJJJJJJJJJJJJJJJJ"))
-        await withCheckedContinuation { continuation in
-            instance.whenSettled(ActionReceipt(sequence: 0)) { continuation.resume() }
-        }
-        let recovered = try JSONDecoder().decode(SearchReactor.State.self, from: Data(instance.timeline.latest.json))
+        let (_, recovered) = try await recoverSearch(
+            "JJJJJJJJJJJJJJJJJJJJJJ", stored: try searchState("swift", results: swift[0], nextPage: 2, loading: false),
+            action: #"{"updateQuery":{"query":"grdb"}}"#, cutOff: try searchState("grdb", results: swift[0], nextPage: 2, loading: false), host: host)
         #expect(recovered.query == "grdb")
         #expect(recovered.results == grdb[0])
         #expect(recovered.nextPage == (grdb.count > 1 ? 2 : nil))
