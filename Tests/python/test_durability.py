@@ -110,6 +110,7 @@ def test_a_state_stored_by_an_earlier_build_is_read_and_one_that_no_longer_decod
         assert "wrong type at 'value'" in problem["detail"]
         assert refused.header("Retry-After") is None
     assert second.request("GET", "/healthz").status == 200
+    assert second.metric("reactor_store_incompatible_activations_total") == 3
     assert second.stop() == 0
     log = second.stderr()
     assert "no longer decodes" in log and unreadable not in log

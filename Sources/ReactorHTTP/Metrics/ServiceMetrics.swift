@@ -64,6 +64,8 @@ final class ServiceMetrics: Sendable {
                                              "Time each activation took: an instance brought back from the session store into memory.", bounds)
         let passivations = registry.counter("reactor_instances_passivated_total",
                                             "Instances that left memory after --passivate-after-s idle, kept by the session store.")
+        let incompatible = registry.counter("reactor_store_incompatible_activations_total",
+                                            "Requests for a stored session that no longer decodes as its reactor type, answered 500 stored-session-incompatible; the session is kept unchanged.")
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -71,7 +73,8 @@ final class ServiceMetrics: Sendable {
             },
             commitFailed: { failures.increment() },
             activated: { activations.recordNanoseconds(Int64(clamping: $0)) },
-            passivated: { passivations.increment() })
+            passivated: { passivations.increment() },
+            incompatible: { incompatible.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

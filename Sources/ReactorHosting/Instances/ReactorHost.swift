@@ -194,6 +194,7 @@ package final class ReactorHost: Sendable {
             }
         } catch {
             if case .storedSessionIncompatible(let detail) = error {
+                configuration.storeObserver.incompatible()
                 logger.error("a stored session no longer decodes as its type; it is kept unchanged and not served",
                              metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
             }

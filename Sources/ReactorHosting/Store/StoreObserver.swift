@@ -1,5 +1,5 @@
 /// Told of the session store's work as it happens, for metrics: commits, activations and
-/// passivations. Each closure runs on the thread that did the work, so it should be cheap.
+/// passivations, and stored sessions that no longer decode. Each closure runs on the thread that did the work, so it should be cheap.
 package struct StoreObserver: Sendable {
     /// A batch of `writes` was committed; the commit took `nanoseconds`.
     package var committed: @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void
@@ -9,15 +9,19 @@ package struct StoreObserver: Sendable {
     package var activated: @Sendable (_ nanoseconds: UInt64) -> Void
     /// An instance left memory, kept by the store.
     package var passivated: @Sendable () -> Void
+    /// A stored session could not be activated: it no longer decodes as its reactor type.
+    package var incompatible: @Sendable () -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
                  commitFailed: @escaping @Sendable () -> Void = {},
                  activated: @escaping @Sendable (_ nanoseconds: UInt64) -> Void = { _ in },
-                 passivated: @escaping @Sendable () -> Void = {}) {
+                 passivated: @escaping @Sendable () -> Void = {},
+                 incompatible: @escaping @Sendable () -> Void = {}) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated
         self.passivated = passivated
+        self.incompatible = incompatible
     }
 }
