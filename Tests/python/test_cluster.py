@@ -122,6 +122,23 @@ def test_an_action_reaches_an_instance_created_on_another_node(cluster):
     assert snapshot(cluster, instance_id)["state"]["value"] == 1
 
 
+@pytest.mark.skipif(store_mode_from_environment() != "postgres", reason="needs the shared store")
+def test_sessions_an_earlier_build_stored_are_read_and_one_that_no_longer_decodes_is_kept(cluster):
+    """As a deploy that changed the counter's State would find them in PostgreSQL: one state
+    lacking keys the counter has now (filled from its initial state), one whose value is of
+    another type (refused with 500, kept, and still deletable by its owner)."""
+    older, unreadable = cluster.create()["id"], cluster.create()["id"]
+    for instance_id, state in [(older, '{"value":41}'), (unreadable, '{"value":"many"}')]:
+        cluster.psql(f"UPDATE reactor_sessions SET state = convert_to('{state}', 'UTF8') WHERE id = '{instance_id}'")
+    assert snapshot(cluster, older)["state"] == {"alertMessage": {"count": 0, "value": None}, "isLoading": False, "value": 41}
+    refused = cluster.request("GET", f"/reactors/{unreadable}")
+    assert refused.status == 500 and refused.json()["type"].endswith(":stored-session-incompatible"), refused
+    assert cluster.psql(f"SELECT convert_from(state, 'UTF8') FROM reactor_sessions WHERE id = '{unreadable}'") == '{"value":"many"}'
+    assert cluster.request("DELETE", f"/reactors/{unreadable}").status == 204
+    assert cluster.request("GET", f"/reactors/{unreadable}").status == 404
+    assert cluster.psql(f"SELECT count(*) FROM reactor_sessions WHERE id = '{unreadable}'") == "0"
+
+
 def test_event_streams_pass_through_unbuffered_and_resume(cluster):
     instance_id, _ = instance_on_its_node(cluster)
     stream = cluster.events(instance_id)
