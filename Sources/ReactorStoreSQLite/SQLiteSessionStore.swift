@@ -16,7 +16,8 @@ import ReactorHosting
 /// journal's window (``HistoryJournal``).
 ///
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
-/// is not a session store, or one written by a newer schema.
+/// is not a session store, or one written by a newer schema; and a store another process has
+/// open (``StoreFileLock``).
 public final class SQLiteSessionStore: SessionStore {
     /// The schema this code writes; a store with a higher one is refused.
     static let schemaVersion = 2
@@ -39,6 +40,8 @@ public final class SQLiteSessionStore: SessionStore {
     private let journalWindow: Int
     /// Copies the write-ahead log into the database beside the commits.
     private let checkpointer: WALCheckpointer
+    /// Keeps other servers off the file while this store is open.
+    private let lock: StoreFileLock
 
     /// Opens the store at `path`, creating it (and its directory) when missing.
     /// - Parameters:
@@ -53,6 +56,7 @@ public final class SQLiteSessionStore: SessionStore {
         self.historyCapacity = max(1, historyCapacity)
         self.journalWindow = max(1, journalWindow)
         try Self.checkFile(at: path)
+        lock = try StoreFileLock(storePath: path)
         let writer = try SQLiteConnection(path: path, create: true)
         try Self.checkSchema(writer)
         try writer.execute("PRAGMA journal_mode=WAL")
@@ -541,5 +545,6 @@ public final class SQLiteSessionStore: SessionStore {
             // Folds the write-ahead log into the database, so a backup of the file alone is whole.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
+        lock.release()
     }
 }

@@ -18,6 +18,23 @@ import Testing
 
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
+    @Test func aStoreIsServedByOneProcessAtATime() throws {
+        let first = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        _ = try first.commit([.create(id: "a", type: "counter", state: bytes(#"{"value":0}"#), lastActivity: 0)])
+        #expect {
+            _ = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        } throws: { error in
+            let message = (error as? SessionStoreError)?.message ?? ""
+            return message.contains("\(path()) is in use by another process (pid \(getpid()))")
+        }
+        // The refused one changed nothing; once the first is closed, the store opens again.
+        #expect(try first.load(id: "a")?.version == 0)
+        first.close()
+        let second = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        defer { second.close() }
+        #expect(try second.load(id: "a") != nil)
+    }
+
     @Test func whatIsCommittedLoadsBackAfterReopening() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)

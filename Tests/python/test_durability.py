@@ -289,6 +289,34 @@ def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_a_second_server_on_a_store_in_use_stops_and_changes_nothing(start_server):
+    store = fresh_store()
+    first = start_server("--counter-delay-ms", "0", store=store)
+    counter = first.create("counter")["id"]
+    assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    path = store.removeprefix("sqlite:")
+    before = {name: Path(path + suffix).read_bytes() for name, suffix in [("db", ""), ("wal", "-wal")]}
+    second = subprocess.run([str(server_binary()), "--port", "0", "--store", store],
+                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert second.returncode != 0
+    assert f"{path} is in use by another process (pid {first.process.pid})" in second.stderr, second.stderr
+    assert {name: Path(path + suffix).read_bytes() for name, suffix in [("db", ""), ("wal", "-wal")]} == before
+    # The first serves on; once it has stopped, the store is free.
+    assert state_of(first, counter)["state"]["value"] == 1
+    assert first.stop() == 0
+    third = start_server("--counter-delay-ms", "0", store=store)
+    assert state_of(third, counter)["state"]["value"] == 1
+
+
+def test_a_crashed_server_leaves_its_store_free(start_server):
+    store = fresh_store()
+    first = start_server("--counter-delay-ms", "0", store=store)
+    counter = first.create("counter")["id"]
+    kill(first)
+    second = start_server("--counter-delay-ms", "0", store=store)
+    assert state_of(second, counter)["version"] == 0
+
+
 def test_an_unwritable_store_path_stops_the_server_naming_it(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
