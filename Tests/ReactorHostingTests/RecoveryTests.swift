@@ -234,17 +234,47 @@ import Testing
         var configuration = HostingConfiguration()
         configuration.store = racing
         configuration.idleTimeout = .seconds(60)
-        configuration.wallClock = { 3_600_000 }
+        let wallClock = Locked<Int64>(3_600_000)
+        configuration.wallClock = { wallClock.withLock { $0 } }
         let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
                                errorEvent: { _ in [] })
         defer { host.shutdown() }
         hostReference.withLock { $0 = host }
+        wallClock.withLock { $0 += 60_000 }  // the host has run for the idle timeout
 
         #expect(host.expireStoredSessions() == 1)
         #expect(try store.load(id: id) == nil)
         // Memory keeps nothing the store no longer has.
         #expect(host.table.instance(id) == nil)
         #expect(try host.instance(id: id) == nil)
+    }
+
+    @Test func timeTheServiceWasDownDoesNotCountAsIdle() throws {
+        // Left an hour before this start, with an idle timeout of 10 minutes; another left 2
+        // minutes after it.
+        _ = try store.commit([
+            .create(id: "KKKKKKKKKKKKKKKKKKKKKK", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .create(id: "LLLLLLLLLLLLLLLLLLLLLL", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 3_720_000),
+        ])
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = store
+        configuration.idleTimeout = .seconds(600)
+        let wallClock = Locked<Int64>(3_600_000)
+        configuration.wallClock = { wallClock.withLock { $0 } }
+        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                               errorEvent: { _ in [] })
+        defer { host.shutdown() }
+        wallClock.withLock { $0 += 599_999 }
+        #expect(host.expireStoredSessions() == 0)
+        #expect(try store.contains(id: "KKKKKKKKKKKKKKKKKKKKKK"))
+        // Once the host has run for the idle timeout, the first is idle that long; the second,
+        // active since, is not yet.
+        wallClock.withLock { $0 += 1 }
+        #expect(host.expireStoredSessions() == 1)
+        #expect(try !store.contains(id: "KKKKKKKKKKKKKKKKKKKKKK"))
+        #expect(try store.contains(id: "LLLLLLLLLLLLLLLLLLLLLL"))
     }
 
     @Test func concurrentRequestsActivateASessionOnceAndReplayItsActionOnce() async throws {

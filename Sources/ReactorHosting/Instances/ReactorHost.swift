@@ -61,6 +61,8 @@ package final class ReactorHost: Sendable {
     private let leaving = Locked<Set<String>>([])
     /// The activations under way, by id: later requests for the id wait for them.
     private let activations = Locked<[InstanceKey: DispatchGroup]>([:])
+    /// When this host started, on the wall clock (milliseconds since 1970).
+    private let startedAt: Int64
 
     /// - Parameters:
     ///   - errorEvent: frames a mutation error for the instance's streams.
@@ -72,6 +74,7 @@ package final class ReactorHost: Sendable {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
+        self.startedAt = configuration.wallClock()
         self.table = InstanceTable(limit: configuration.maxInstances)
         self.drainPool = configuration.reactorThreads > 0
             ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
@@ -241,14 +244,21 @@ package final class ReactorHost: Sendable {
     }
 
     /// Deletes stored sessions idle past the idle timeout that are not in memory.
+    ///
+    /// Time the service was down is nobody's idleness: a session is idle since its last activity
+    /// or since this host started, whichever is later. So nothing stored expires until the host
+    /// has run for the idle timeout, and a restart after a long outage finds every session its
+    /// clients left there.
     /// - Returns: how many were deleted.
     @discardableResult
     package func expireStoredSessions() -> Int {
         guard let store = configuration.store else { return 0 }
         let idleMilliseconds = Int64(clamping: configuration.idleTimeout.nanoseconds / 1_000_000)
+        let now = configuration.wallClock()
+        guard now - startedAt >= idleMilliseconds else { return 0 }
         let deleted: [String]
         do {
-            deleted = try store.deleteIdle(before: configuration.wallClock() - idleMilliseconds, excluding: table.ids())
+            deleted = try store.deleteIdle(before: now - idleMilliseconds, excluding: table.ids())
         } catch {
             logger.error("could not expire stored sessions", metadata: ["error": "\(error)"])
             return 0
