@@ -222,6 +222,19 @@ import Testing
         #expect(state.value == 2)
     }
 
+    /// A counter host over `store` expiring after `idleTimeout`, whose wall clock reads
+    /// `wallClock` (so it starts at the clock's value).
+    private func makeHost(store: any SessionStore, idleTimeout: Duration, wallClock: Locked<Int64>) -> ReactorHost {
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = HostingConfiguration()
+        configuration.store = store
+        configuration.idleTimeout = idleTimeout
+        configuration.wallClock = { wallClock.withLock { $0 } }
+        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
+                           errorEvent: { _ in [] })
+    }
+
     @Test func aSessionActivatedWhileTheStoreExpiresItLeavesMemoryToo() throws {
         let id = "DDDDDDDDDDDDDDDDDDDDDD"
         _ = try store.commit([.create(id: id, type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0)])
@@ -229,15 +242,8 @@ import Testing
         // store is deleting the sessions idle since before the cutoff.
         let hostReference = Locked<ReactorHost?>(nil)
         let racing = ActivatingDuringExpiry(store) { _ = try? hostReference.withLock { $0 }?.instance(id: id) }
-        var registry = ReactorRegistry()
-        registry.register("counter") { CounterReactor(delay: .zero) }
-        var configuration = HostingConfiguration()
-        configuration.store = racing
-        configuration.idleTimeout = .seconds(60)
         let wallClock = Locked<Int64>(3_600_000)
-        configuration.wallClock = { wallClock.withLock { $0 } }
-        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                               errorEvent: { _ in [] })
+        let host = makeHost(store: racing, idleTimeout: .seconds(60), wallClock: wallClock)
         defer { host.shutdown() }
         hostReference.withLock { $0 = host }
         wallClock.withLock { $0 += 60_000 }  // the host has run for the idle timeout
@@ -250,21 +256,14 @@ import Testing
     }
 
     @Test func timeTheServiceWasDownDoesNotCountAsIdle() throws {
-        // Left an hour before this start, with an idle timeout of 10 minutes; another left 2
-        // minutes after it.
+        // One left an hour before this start, with an idle timeout of 10 minutes; the other was
+        // active 2 minutes after the start.
         _ = try store.commit([
             .create(id: "KKKKKKKKKKKKKKKKKKKKKK", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
             .create(id: "LLLLLLLLLLLLLLLLLLLLLL", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 3_720_000),
         ])
-        var registry = ReactorRegistry()
-        registry.register("counter") { CounterReactor(delay: .zero) }
-        var configuration = HostingConfiguration()
-        configuration.store = store
-        configuration.idleTimeout = .seconds(600)
         let wallClock = Locked<Int64>(3_600_000)
-        configuration.wallClock = { wallClock.withLock { $0 } }
-        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                               errorEvent: { _ in [] })
+        let host = makeHost(store: store, idleTimeout: .seconds(600), wallClock: wallClock)
         defer { host.shutdown() }
         wallClock.withLock { $0 += 599_999 }
         #expect(host.expireStoredSessions() == 0)
