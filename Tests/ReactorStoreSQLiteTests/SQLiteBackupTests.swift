@@ -11,13 +11,10 @@ import Testing
     private let destination: String
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-backup-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("sqlite-backup")
         source = directory.appendingPathComponent("sessions.sqlite").path
         destination = directory.appendingPathComponent("backup.sqlite").path
-        let store = try SQLiteSessionStore(path: source, historyCapacity: 8)
-        _ = try store.commit((1...3).map { .create(id: "s\($0)", type: "counter", state: Array(#"{"value":\#($0)}"#.utf8), lastActivity: 0) })
-        store.close()
+        try writeStore(at: source, counters: (1...3).map { ("s\($0)", $0) })
     }
 
     private var files: [String] { (try? FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()) ?? [] }

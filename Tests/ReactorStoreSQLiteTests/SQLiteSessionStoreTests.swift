@@ -10,8 +10,7 @@ import Testing
     private let directory: URL
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = try makeTemporaryDirectory("sqlite-store")
     }
 
     private func path(_ name: String = "sessions.sqlite") -> String { directory.appendingPathComponent(name).path }

@@ -443,3 +443,52 @@ def test_a_backup_taken_while_serving_restores_every_session_and_never_overwrite
         assert state_of(restored, counter) == before[counter]
         history = restored.request("GET", f"/reactors/{counter}/history").json()
         assert history["versions"][-1]["version"] == before[counter]["version"]
+
+
+def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server, tmp_path):
+    store = fresh_store()
+    path = Path(store.removeprefix("sqlite:"))
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counters = [server.create("counter")["id"] for _ in range(3)]
+    for counter in counters:
+        assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    at_backup = {counter: state_of(server, counter) for counter in counters}
+    backup = tmp_path / "backup.sqlite"
+    taken = subprocess.run([str(server_binary()), "backup", "--store", store, str(backup)],
+                           capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 0, taken.stderr
+    for counter in counters:
+        assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    later = {counter: state_of(server, counter) for counter in counters}
+    restore = [str(server_binary()), "restore", "--store", store, str(backup)]
+
+    # Refused while a server runs on the store; it serves on, unchanged.
+    refused = subprocess.run(restore, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "in use by another process" in refused.stderr, refused
+    assert {counter: state_of(server, counter) for counter in counters} == later
+    # After a crash, with commits still in the write-ahead log.
+    kill(server)
+    assert Path(str(path) + "-wal").stat().st_size > 0
+    done = subprocess.run(restore, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "restored 3 sessions" in done.stdout, done.stdout
+    kept = Path(done.stdout.strip().rsplit("kept at ", 1)[1])
+    assert kept.parent == path.parent and kept.name.startswith("sessions.sqlite.before-restore-"), kept
+    assert not [name for name in os.listdir(path.parent) if ".restoring-" in name]
+
+    restored = start_server("--counter-delay-ms", "0", store=store)
+    assert {counter: state_of(restored, counter) for counter in counters} == at_backup
+    assert restored.stop() == 0
+    # The replaced store, its log with it, still holds everything it had.
+    replaced = start_server("--counter-delay-ms", "0", store=f"sqlite:{kept}")
+    assert {counter: state_of(replaced, counter) for counter in counters} == later
+    assert replaced.stop() == 0
+
+    # Not a session store: refused, and the store is left as it was.
+    other = tmp_path / "notes.txt"
+    other.write_text("not a database\n")
+    before = path.read_bytes()
+    wrong = subprocess.run([str(server_binary()), "restore", "--store", store, str(other)],
+                           capture_output=True, text=True, timeout=60)
+    assert wrong.returncode != 0 and "not a database" in wrong.stderr, wrong
+    assert path.read_bytes() == before

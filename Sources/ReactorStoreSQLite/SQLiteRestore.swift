@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ReactorHosting
+
+/// Puts a backup in a session store's place, while no server serves the store.
+///
+/// Nothing is deleted or overwritten: the store it replaces is kept beside it, under
+/// `PATH.before-restore-TIMESTAMP`, with its write-ahead log. The order of the steps means a
+/// restore cut off at any point leaves at `PATH` either the old store, whole, or the backup:
+///
+/// 1. the store's lock is taken, so a running server refuses the restore (``StoreFileLock``);
+/// 2. the backup is opened as a session store and copied, checked and synced beside the store,
+///    under a name of its own;
+/// 3. the old store's write-ahead log is folded into it, when it can be (a damaged store may
+///    not allow it), and the old files are linked or moved aside;
+/// 4. the copy takes the store's name in one rename, and the directory is synced.
+///
+/// Copying the backup's file by hand instead risks a stale write-ahead log beside it being
+/// replayed onto it.
+public enum SQLiteRestore {
+    /// What a restore did.
+    public struct Summary: Sendable, Equatable {
+        /// Sessions in the restored store.
+        public var sessions: Int
+        /// Where the store it replaced is kept; nil when there was none.
+        public var keptAside: String?
+    }
+
+    /// Restores the backup at `backup` into the store at `store`.
+    /// - Parameter now: the time named in the kept store's file name.
+    /// - Throws: ``SessionStoreError`` naming the file and what is wrong; nothing changed then.
+    public static func restore(from backup: String, to store: String, now: Date = Date()) throws(SessionStoreError) -> Summary {
+        guard URL(fileURLWithPath: backup).standardizedFileURL != URL(fileURLWithPath: store).standardizedFileURL else {
+            throw SessionStoreError(.unavailable, "\(backup) is the store itself; restore from a backup of it")
+        }
+        let source = try StoreFileCopy.openStore(backup)
+        let directory = URL(fileURLWithPath: store).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(store): \(error.localizedDescription)")
+        }
+        let lock = try StoreFileLock(storePath: store)
+        defer { lock.release() }
+        let incoming = "\(store).restoring-\(getpid())"
+        let sessions = try StoreFileCopy.write(source, to: incoming)
+        do throws(SessionStoreError) {
+            let aside = try keepAside(store, now: now)
+            guard rename(incoming, store) == 0 else {
+                throw SessionStoreError(.unavailable, "cannot put the backup in place of \(store): \(String(cString: strerror(errno)))")
+            }
+            try StoreFileCopy.syncDirectory(of: store)
+            return Summary(sessions: sessions, keptAside: aside)
+        } catch {
+            unlink(incoming)
+            throw error
+        }
+    }
+
+    /// Folds the old store's write-ahead log into it when it can, then gives its files a second
+    /// name beside it: the database is linked (it keeps its name until the backup takes it), its
+    /// log and shared-memory index are moved, so they cannot be replayed onto the backup.
+    /// - Returns: the kept database's path, or nil when there is no store.
+    private static func keepAside(_ store: String, now: Date) throws(SessionStoreError) -> String? {
+        guard StoreFileCopy.exists(store) else { return nil }
+        if let old = try? SQLiteConnection(path: store, create: false) {
+            try? old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let aside = "\(store).before-restore-\(formatter.string(from: now))"
+        guard link(store, aside) == 0 else {
+            let reason = errno == EEXIST ? "\(aside) already exists" : String(cString: strerror(errno))
+            throw SessionStoreError(.unavailable, "cannot keep the store \(store) aside: \(reason)")
+        }
+        for suffix in ["-wal", "-shm"] where StoreFileCopy.exists(store + suffix) {
+            guard rename(store + suffix, aside + suffix) == 0 else {
+                throw SessionStoreError(.unavailable, "cannot keep \(store + suffix) aside: \(String(cString: strerror(errno)))")
+            }
+        }
+        return aside
+    }
+}

@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ReactorHosting
+
+/// A whole, checked copy of a session store in a file of its own, as backups and restores write
+/// them: opened as the session store it must be, copied with `VACUUM INTO` (one read
+/// transaction, compacted, write-ahead log included), checked, and synced to disk.
+enum StoreFileCopy {
+    /// Opens the store at `source`, refusing a missing file or one that is not a session store.
+    static func openStore(_ source: String) throws(SessionStoreError) -> SQLiteConnection {
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw SessionStoreError(.unavailable, "there is no session store at \(source)")
+        }
+        let store = try SQLiteConnection(path: source, create: false)
+        try SQLiteSessionStore.checkSchema(store, allowingEmpty: false)
+        return store
+    }
+
+    /// Copies `store` to `destination`, a new file, readable by its owner only (sessions' ids are
+    /// their credentials); checks and syncs the copy. The file is made here, and only if nothing
+    /// is there, so a failed copy is removed without removing anybody's file.
+    /// - Returns: how many sessions the copy holds.
+    static func write(_ store: SQLiteConnection, to destination: String) throws(SessionStoreError) -> Int {
+        let made = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard made >= 0 else {
+            throw SessionStoreError(.unavailable, "cannot write \(destination): \(String(cString: strerror(errno)))")
+        }
+        close(made)
+        do throws(SessionStoreError) {
+            // `VACUUM INTO` writes into an empty file.
+            let quoted = destination.replacingOccurrences(of: "'", with: "''")
+            try store.execute("VACUUM INTO '\(quoted)'")
+            let sessions = try check(destination)
+            // `VACUUM INTO` does not sync what it wrote.
+            try sync(destination)
+            return sessions
+        } catch {
+            unlink(destination)
+            throw error
+        }
+    }
+
+    /// Runs SQLite's quick check on the copy at `path`; returns how many sessions it holds.
+    private static func check(_ path: String) throws(SessionStoreError) -> Int {
+        let copy = try SQLiteConnection(path: path, create: false)
+        let check = try copy.statement("PRAGMA quick_check")
+        defer { check.reset() }
+        guard try check.next(), check.text(0) == "ok" else {
+            throw SessionStoreError(.corrupt, "the copy at \(path) did not pass SQLite's check: \(check.text(0))")
+        }
+        let count = try copy.statement("SELECT count(*) FROM sessions")
+        defer { count.reset() }
+        _ = try count.next()
+        return Int(count.int64(0))
+    }
+
+    /// Syncs the file or directory at `path` to disk.
+    static func sync(_ path: String) throws(SessionStoreError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0, fsync(descriptor) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { close(descriptor) }
+            throw SessionStoreError(.unavailable, "cannot sync \(path) to disk: \(reason)")
+        }
+        close(descriptor)
+    }
+
+    /// Syncs the directory holding `path`, so a name given there survives a power loss.
+    static func syncDirectory(of path: String) throws(SessionStoreError) {
+        try sync(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
+
+    /// Whether anything (a file, a link, a directory) has this name.
+    static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import ReactorHosting
+
+/// The `--store` option of the commands that work on a SQLite store's file (`backup`,
+/// `restore`): read as the server reads it, so in the image they need no argument for it.
+struct SQLiteStoreOption: ParsableArguments {
+    @Option(help: "The store: sqlite:PATH, as the server's --store (STORE).")
+    var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+
+    /// The SQLite file `--store` names; refuses a memory or PostgreSQL store, saying what to
+    /// use instead of `verb` ("back up", "restore").
+    func path(toVerb verb: String, postgresInstead: String) throws -> String {
+        if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        switch try StoreLocation(store) {
+        case .memory:
+            throw ValidationError("\(Environment.setting("store")) is memory: nothing is kept, so there is nothing to \(verb)")
+        case .postgres:
+            throw ValidationError("\(Environment.setting("store")) is a PostgreSQL database: \(postgresInstead)")
+        case .sqlite(let path, _):
+            return path
+        }
+    }
+
+    /// Runs `body`, turning a store error into a message on standard error and exit status 1.
+    static func reporting<Result>(_ what: String, _ body: () throws(SessionStoreError) -> Result) throws -> Result {
+        do {
+            return try body()
+        } catch {
+            FileHandle.standardError.write(Data("\(what) failed: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
