@@ -57,6 +57,7 @@ public final class SQLiteSessionStore: SessionStore {
         self.journalWindow = max(1, journalWindow)
         try Self.checkFile(at: path)
         lock = try StoreFileLock(storePath: path)
+        try Self.createPrivately(path)
         let writer = try SQLiteConnection(path: path, create: true)
         try Self.checkSchema(writer)
         try writer.execute("PRAGMA journal_mode=WAL")
@@ -108,7 +109,9 @@ public final class SQLiteSessionStore: SessionStore {
             }
         } else {
             do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                // Its owner's only: the store's ids are the sessions' credentials.
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
             } catch {
                 throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(path): \(error.localizedDescription)")
             }
@@ -124,6 +127,24 @@ public final class SQLiteSessionStore: SessionStore {
         guard header.isEmpty || header == Data("SQLite format 3\0".utf8) else {
             throw SessionStoreError(.corrupt, "\(path) is not a SQLite database (its first bytes are not SQLite's header); it was left untouched")
         }
+    }
+
+    /// Makes the store's file, when there is none yet, readable and writable by its owner only:
+    /// its ids are the sessions' credentials. SQLite gives its log and index files the
+    /// database's permissions.
+    /// (Called with the store's lock held, so no other server makes it meanwhile.)
+    private static func createPrivately(_ path: String) throws(SessionStoreError) {
+        guard !FileManager.default.fileExists(atPath: path) else { return }
+        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw SessionStoreError(.unavailable, "cannot create the session store \(path)")
+        }
+    }
+
+    /// Whether users other than the file's owner may read the store (its group or others have
+    /// any permission on it): its ids are the sessions' credentials.
+    public var isReadableByOthers: Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & 0o077 != 0
     }
 
     /// Refuses a database that holds tables but is not a session store, or a newer one; and an

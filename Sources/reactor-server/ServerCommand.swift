@@ -212,6 +212,10 @@ struct ServerCommand: AsyncParsableCommand {
             if !json { FileHandle.standardError.write(Data("reactor-server: \(error)\n".utf8)) }
             throw ExitCode(1)
         }
+        if let sqlite = service.store as? SQLiteSessionStore, sqlite.isReadableByOthers {
+            logger.warning("the session store is readable by other users; its ids are the sessions' credentials: chmod 600 it (and its -wal and -shm files)",
+                           metadata: ["path": "\(sqlite.path)"])
+        }
         if case .postgres = location {
             // Long enough for a dead owner's lease to lapse: clients see a pause, not a 503.
             service.ownershipWait = .seconds(leaseS + 2)

@@ -492,3 +492,22 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
                            capture_output=True, text=True, timeout=60)
     assert wrong.returncode != 0 and "not a database" in wrong.stderr, wrong
     assert path.read_bytes() == before
+
+
+def test_a_new_store_is_readable_by_its_owner_only_and_an_open_one_is_reported(start_server, tmp_path):
+    """The store's ids are the sessions' credentials."""
+    store = f"sqlite:{tmp_path / 'data' / 'sessions.sqlite'}"
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counter = server.create("counter")["id"]
+    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    modes = {name: (tmp_path / name).stat().st_mode & 0o777
+             for name in ["data", "data/sessions.sqlite", "data/sessions.sqlite-wal", "data/sessions.sqlite-shm"]}
+    assert modes == {"data": 0o700, "data/sessions.sqlite": 0o600, "data/sessions.sqlite-wal": 0o600,
+                     "data/sessions.sqlite-shm": 0o600}, {name: oct(mode) for name, mode in modes.items()}
+    assert "readable by other users" not in server.stderr()
+    assert server.stop() == 0
+    # One an earlier version made readable by others is served, and reported.
+    (tmp_path / "data" / "sessions.sqlite").chmod(0o644)
+    again = start_server("--counter-delay-ms", "0", store=store)
+    assert state_of(again, counter)["state"]["value"] == 1
+    assert "the session store is readable by other users" in again.stderr()
