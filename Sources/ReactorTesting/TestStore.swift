@@ -83,6 +83,34 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
         tokens = Locked([stateToken, errorToken])
     }
 
+    /// A store over `reactor` brought back as the server brings back a stored session after a
+    /// crash: it starts from `state`, and the actions the crash cut off go to its
+    /// `recover(interrupted:)`, whose states the test then asserts with ``receive(sourceLocation:assert:)``:
+    ///
+    /// ```swift
+    /// let store = TestStore(CounterReactor(delay: .zero), restoring: .init(value: 0, isLoading: true),
+    ///                       interrupted: [InterruptedAction(action: .increase, sequence: 1, reducedMutations: 1)])
+    /// await store.receive { $0.value = 1 }
+    /// await store.receive { $0.isLoading = false }
+    /// await store.finish()
+    /// ```
+    ///
+    /// Actions sent afterwards are numbered after the interrupted ones.
+    public convenience init(_ reactor: R, restoring state: R.State, interrupted: [InterruptedAction<R.Action>] = [],
+                            clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
+                            sourceLocation: SourceLocation = #_sourceLocation) {
+        let restored = reactor.runtime.restore(reactor, state: state, version: 0,
+                                               sequence: interrupted.map(\.sequence).max() ?? 0)
+        if !restored {
+            Issue.record("the reactor had started already, so it cannot be restored; give the store a new one",
+                         sourceLocation: sourceLocation)
+        }
+        self.init(reactor, clock: clock, exhaustivity: exhaustivity, timeout: timeout, sourceLocation: sourceLocation)
+        if restored, !interrupted.isEmpty {
+            reactor.runtime.apply(reactor.recover(interrupted: interrupted), reactor: reactor)
+        }
+    }
+
     /// A store let go without ``finish()`` (exhaustive) records an issue for what is left over
     /// now: states or errors not asserted, mutations still running.
     deinit {

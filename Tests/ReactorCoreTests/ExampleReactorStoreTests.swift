@@ -17,6 +17,42 @@ import Testing
         await store.finish()
     }
 
+    @Test(arguments: [(1, 1), (2, 0), (3, 0)])
+    func counterRecoveryChangesTheValueOnlyWhenTheCrashCameBeforeIt(reduced: Int, change: Int) async {
+        // A crash cut the increase off after `reduced` of its mutations: loading (1), the value (2),
+        // the end of loading (3).
+        let restored = CounterReactor.State(value: reduced >= 2 ? 1 : 0, isLoading: reduced < 3)
+        let store = TestStore(CounterReactor(delay: .zero), restoring: restored,
+                              interrupted: [InterruptedAction(action: .increase, sequence: 4, reducedMutations: reduced)])
+        if change == 1 { await store.receive { $0.value = 1 } }
+        await store.receive { $0.isLoading = false }  // published even when it was over already
+        // Never left loading, and the next action is numbered after the interrupted one.
+        await store.send(.increase) { $0.isLoading = true }
+        await store.receive { $0.value = 2 }
+        await store.receive { $0.isLoading = false }
+        await store.receive { $0.alertMessage = "increased!" }
+        #expect(store.reactor.send(.decrease).sequence == 6)
+        await store.receive { $0.isLoading = true }
+        await store.receive { $0.value = 1 }
+        await store.receive { $0.isLoading = false }
+        await store.receive { $0.alertMessage = "decreased!" }
+        await store.finish()
+    }
+
+    @Test func searchRecoveryLoadsThePageACrashCutOff() async {
+        var restored = SearchReactor.State()
+        restored.query = "swift"
+        restored.results = ["swift-log"]
+        restored.nextPage = 2
+        restored.isLoadingNextPage = true
+        let names = (1...30).map { "swift-\($0)" }
+        let store = TestStore(SearchReactor(names: names, latency: .zero), restoring: restored,
+                              interrupted: [InterruptedAction(action: .loadNextPage, sequence: 2, reducedMutations: 1)])
+        await store.receive { $0.results += Array(names[20...]); $0.nextPage = nil }
+        await store.receive { $0.isLoadingNextPage = false }
+        await store.finish()
+    }
+
     @Test func todoAddsTogglesRenamesMovesAndDeletes() async {
         let ids = Locked(["a", "b"])
         let store = TestStore(TodoReactor(makeID: { ids.withLock { $0.removeFirst() } }))
