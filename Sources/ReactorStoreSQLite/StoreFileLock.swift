@@ -37,7 +37,7 @@ final class StoreFileLock: Sendable {
             guard reason == EWOULDBLOCK else {
                 throw SessionStoreError(.unavailable, "cannot lock the session store \(storePath) (\(path)): \(String(cString: strerror(reason)))")
             }
-            throw SessionStoreError(.unavailable, "the session store \(storePath) is in use by another process\(holder.map { " (pid \($0))" } ?? ""): one server at a time serves a SQLite store; stop that one first, or give this one another --store")
+            throw SessionStoreError(.unavailable, "the session store \(storePath) is in use by another process\(holder.map { " (pid \($0))" } ?? ""), and one process at a time may use it (two servers would overwrite each other's sessions): stop that one first")
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(opened, 0)
