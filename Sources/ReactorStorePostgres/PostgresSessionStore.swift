@@ -407,6 +407,14 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
+    public func count() throws(SessionStoreError) -> Int {
+        let logger = self.logger
+        return try reader.run { connection in
+            guard let row = try connection.run("SELECT count(*) FROM reactor_sessions", logger: logger).rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
+        }
+    }
+
     public func close() {
         leaseKeeper.withLock { keeper in
             keeper?.stop()

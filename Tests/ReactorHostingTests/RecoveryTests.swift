@@ -433,6 +433,7 @@ private final class ActivatingDuringExpiry: SessionStore {
     func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
     func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
     func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func count() throws(SessionStoreError) -> Int { try store.count() }
     func close() { store.close() }
 
     func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
@@ -466,6 +467,7 @@ private final class SlowLoads: SessionStore {
 
     func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
     func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func count() throws(SessionStoreError) -> Int { try store.count() }
     func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         try store.deleteIdle(before: cutoff, excluding: excluding)
     }
@@ -488,6 +490,7 @@ private final class RecordingStore: SessionStore {
 
     func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
     func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func count() throws(SessionStoreError) -> Int { try store.count() }
     func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         try store.deleteIdle(before: cutoff, excluding: excluding)
     }

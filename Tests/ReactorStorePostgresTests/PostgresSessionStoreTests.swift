@@ -211,6 +211,26 @@ struct PostgresSessionStoreTests {
         try await connection.close()
     }
 
+    @Test func theCountIsEveryNodesSessions() async throws {
+        // A database of this test's own, so other tests' sessions do not count.
+        let database = "count_\(UInt32.random(in: 0...UInt32.max))"
+        try await execute("CREATE DATABASE \(database)")
+        var own = location
+        own.database = database
+        let (a, b) = (try PostgresSessionStore(location: own, node: "a", lease: .seconds(30), historyCapacity: 4),
+                      try PostgresSessionStore(location: own, node: "b", lease: .seconds(30), historyCapacity: 4))
+        defer { a.close(); b.close() }
+        #expect(try a.count() == 0)
+        _ = try a.commit([.create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0),
+                          .create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0)])
+        let third = newID()
+        _ = try b.commit([.create(id: third, type: "counter", state: bytes("0"), lastActivity: 0)])
+        #expect(try a.count() == 3)
+        _ = try b.load(id: third)
+        _ = try b.commit([.delete(id: third)])
+        #expect(try b.count() == 2)
+    }
+
     @Test func aDatabaseWrittenByANewerSchemaIsRefused() async throws {
         let database = "newer_\(UInt32.random(in: 0...UInt32.max))"
         try await execute("CREATE DATABASE \(database)")

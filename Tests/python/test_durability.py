@@ -255,6 +255,9 @@ def test_passivated_instances_come_back_under_load(start_server):
         return server.metric("reactor_instances") == 1
     wait_for(only_busy_left, timeout=20, what="idle instances to leave memory", interval=0.1)
     assert server.metric("reactor_instances_passivated_total") == len(idle)
+    # Counted in the store, in memory or not.
+    wait_for(lambda: server.metric("reactor_store_sessions") == len(idle) + 1, timeout=20,
+             what="the stored sessions to be counted", interval=0.1)
     assert server.metric("reactor_store_activation_duration_seconds_count") == 0
 
     for counter in idle:

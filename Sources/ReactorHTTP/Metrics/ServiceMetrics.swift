@@ -66,6 +66,8 @@ final class ServiceMetrics: Sendable {
                                             "Instances that left memory after --passivate-after-s idle, kept by the session store.")
         let incompatible = registry.counter("reactor_store_incompatible_activations_total",
                                             "Requests for a stored session that no longer decodes as its reactor type, answered 500 stored-session-incompatible; the session is kept unchanged.")
+        let stored = registry.gauge("reactor_store_sessions",
+                                    "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -74,7 +76,8 @@ final class ServiceMetrics: Sendable {
             commitFailed: { failures.increment() },
             activated: { activations.recordNanoseconds(Int64(clamping: $0)) },
             passivated: { passivations.increment() },
-            incompatible: { incompatible.increment() })
+            incompatible: { incompatible.increment() },
+            counted: { stored.set(to: Double($0)) })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

@@ -68,7 +68,9 @@ public final class ReactorServer: Service, Sendable {
         let service = self.service
         let sweeper = IdleSweeper(period: expiryPeriod) { count in
             service.expireIdleInstances()
-            // Stored sessions expire on a slower beat: a look through the store's index.
+            // Stored sessions expire, and are counted, on a slower beat: each a look through
+            // the store's index.
+            if count % 8 == 0 { service.countStoredSessions() }
             if count % 8 == 7 { service.expireStoredSessions() }
         }
         expiry.withLock { $0 = sweeper }

@@ -150,6 +150,9 @@ public final class ReactorService: Sendable {
     @discardableResult
     public func expireStoredSessions() -> Int { host.expireStoredSessions() }
 
+    /// Counts the stored sessions for `reactor_store_sessions`.
+    public func countStoredSessions() { host.countStoredSessions() }
+
     /// Waits until every action queued so far is applied (stalled instances aside), or
     /// `timeout` passed.
     public func finishQueuedActions(within timeout: Duration) {

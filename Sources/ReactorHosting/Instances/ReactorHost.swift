@@ -269,6 +269,17 @@ package final class ReactorHost: Sendable {
         return deleted.count
     }
 
+    /// Counts the stored sessions and tells the store observer (for the metric); a store that
+    /// cannot be read is logged and left uncounted.
+    package func countStoredSessions() {
+        guard let store = configuration.store else { return }
+        do {
+            configuration.storeObserver.counted(try store.count())
+        } catch {
+            logger.error("could not count the stored sessions", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// With a store, takes out of memory the instances idle past the passivation time with no
     /// subscriber and no action in flight; they come back on their next request.
     /// - Returns: how many left memory.

@@ -75,6 +75,10 @@ public final class InMemorySessionStore: SessionStore {
         sessions.withLock { $0[id] != nil }
     }
 
+    public func count() throws(SessionStoreError) -> Int {
+        sessions.withLock { $0.count }
+    }
+
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         sessions.withLock { sessions in
             let idle = sessions.filter { $0.value.stored.lastActivity < cutoff && !excluding.contains($0.key) }.map(\.key)

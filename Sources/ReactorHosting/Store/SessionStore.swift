@@ -20,6 +20,10 @@ public protocol SessionStore: AnyObject, Sendable {
     /// Whether a session with this id is stored (a new id must not collide with a stored one).
     func contains(id: String) throws(SessionStoreError) -> Bool
 
+    /// How many sessions are stored (in a shared store, every node's). It may read them all, so
+    /// it is asked for now and then, for a metric, never on a request's path.
+    func count() throws(SessionStoreError) -> Int
+
     /// Deletes the sessions whose last activity is before `cutoff` (milliseconds since 1970)
     /// and that are not in `excluding` (sessions live in memory, which expire by their own clock).
     /// - Returns: the ids of the sessions deleted.

@@ -11,17 +11,21 @@ package struct StoreObserver: Sendable {
     package var passivated: @Sendable () -> Void
     /// A stored session could not be activated: it no longer decodes as its reactor type.
     package var incompatible: @Sendable () -> Void
+    /// The store was counted: it holds `sessions`.
+    package var counted: @Sendable (_ sessions: Int) -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
                  commitFailed: @escaping @Sendable () -> Void = {},
                  activated: @escaping @Sendable (_ nanoseconds: UInt64) -> Void = { _ in },
                  passivated: @escaping @Sendable () -> Void = {},
-                 incompatible: @escaping @Sendable () -> Void = {}) {
+                 incompatible: @escaping @Sendable () -> Void = {},
+                 counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in }) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated
         self.passivated = passivated
         self.incompatible = incompatible
+        self.counted = counted
     }
 }
