@@ -171,6 +171,10 @@ public final class PostgresSessionStore: SessionStore {
         CREATE TABLE IF NOT EXISTS reactor_actions(
             id text NOT NULL, seq bigint NOT NULL, action bytea NOT NULL, PRIMARY KEY (id, seq))
         """,
+        """
+        CREATE TABLE IF NOT EXISTS reactor_action_keys(
+            id text NOT NULL, key text NOT NULL, seq bigint NOT NULL, digest bigint NOT NULL, PRIMARY KEY (id, key))
+        """,
     ]
 
     // MARK: - Writing
@@ -251,7 +255,18 @@ public final class PostgresSessionStore: SessionStore {
                     VALUES (\(id), 0, 0, \(ByteBuffer(bytes: chunk.encoded())))
                     """)
                 exists[id] = true
-            case .accept(let id, let seq, let action):
+            case .accept(let id, let seq, let action, let key):
+                if let key, sessionExists(id) {
+                    _ = send("""
+                        INSERT INTO reactor_action_keys(id, key, seq, digest)
+                        VALUES (\(id), \(key.key), \(Int64(bitPattern: key.seq)), \(Int64(bitPattern: key.digest)))
+                        ON CONFLICT (id, key) DO UPDATE SET seq = EXCLUDED.seq, digest = EXCLUDED.digest
+                        """)
+                    // Now and then, the keys of actions that left the window go.
+                    if key.seq % 64 == 0, key.seq > RememberedKey.window {
+                        _ = send("DELETE FROM reactor_action_keys WHERE id = \(id) AND seq <= \(Int64(bitPattern: key.seq - RememberedKey.window))")
+                    }
+                }
                 guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
                 _ = send("""
                     INSERT INTO reactor_actions(id, seq, action) VALUES (\(id), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: action)))
@@ -288,6 +303,7 @@ public final class PostgresSessionStore: SessionStore {
                 _ = send("DELETE FROM reactor_sessions WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_history WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_actions WHERE id = \(id)")
+                _ = send("DELETE FROM reactor_action_keys WHERE id = \(id)")
                 exists[id] = false
                 outcome.released.insert(id)
             case .release(let id):
@@ -330,7 +346,8 @@ public final class PostgresSessionStore: SessionStore {
                     ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
                 gone AS (DELETE FROM reactor_sessions WHERE id IN (SELECT id FROM doomed) RETURNING id),
                 history AS (DELETE FROM reactor_history WHERE id IN (SELECT id FROM gone)),
-                actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone))
+                actions AS (DELETE FROM reactor_actions WHERE id IN (SELECT id FROM gone)),
+                keys AS (DELETE FROM reactor_action_keys WHERE id IN (SELECT id FROM gone))
                 SELECT id FROM gone
                 """, logger: logger)
             return try result.rows.map { try $0.decode(String.self) }
@@ -355,7 +372,9 @@ public final class PostgresSessionStore: SessionStore {
                                                logger: logger)
                 let actions = connection.query("SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
                                                logger: logger)
+                let keys = connection.query("SELECT key, seq, digest FROM reactor_action_keys WHERE id = \(id)", logger: logger)
                 let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
+                let keyRows = try keys.wait().rows
                 guard let row = claimRows.first else {
                     // Held by another node: ask it to hand the session over (the proxy routes
                     // the id here), and send the client on meanwhile.
@@ -385,6 +404,11 @@ public final class PostgresSessionStore: SessionStore {
                     pending.append((UInt64(bitPattern: seq), Array(buffer: action)))
                 }
                 stored.restore(versions: versions, capacity: historyCapacity, pendingActions: pending)
+                for keyRow in keyRows {
+                    let (key, seq, digest) = try keyRow.decode((String, Int64, Int64).self)
+                    let remembered = RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest))
+                    if remembered.seq + RememberedKey.window > stored.startedThrough { stored.rememberedKeys.append(remembered) }
+                }
                 return .some((stored, epoch))
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)

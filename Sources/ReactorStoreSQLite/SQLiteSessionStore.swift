@@ -80,6 +80,9 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE TABLE IF NOT EXISTS actions(
                 id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
                 PRIMARY KEY(id, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS action_keys(
+                id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, digest INTEGER NOT NULL,
+                PRIMARY KEY(id, key)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS journal(
                 row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
                 last_version INTEGER NOT NULL, versions BLOB NOT NULL);
@@ -246,7 +249,8 @@ public final class SQLiteSessionStore: SessionStore {
                 try session.run()
                 exists[id] = true
                 try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
-            case .accept(let id, let seq, let action):
+            case .accept(let id, let seq, let action, let key):
+                if let key, try sessionExists(id) { try remember(key, of: id, on: connection) }
                 guard !batch.settlesLater(id: id, seq: seq), try sessionExists(id) else { continue }
                 let statement = try connection.statement("INSERT OR REPLACE INTO actions(id, seq, action) VALUES (?, ?, ?)")
                 statement.bind(1, id)
@@ -379,8 +383,24 @@ public final class SQLiteSessionStore: SessionStore {
         try trim.run()
     }
 
+    /// Keeps an action's idempotency key, and now and then forgets the session's keys of
+    /// actions that left the window (``RememberedKey/window``).
+    private func remember(_ key: RememberedKey, of id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
+        let insert = try connection.statement("INSERT OR REPLACE INTO action_keys(id, key, seq, digest) VALUES (?, ?, ?, ?)")
+        insert.bind(1, id)
+        insert.bind(2, key.key)
+        insert.bind(3, key.seq)
+        insert.bind(4, key.digest)
+        try insert.run()
+        guard key.seq % 64 == 0, key.seq > RememberedKey.window else { return }
+        let forget = try connection.statement("DELETE FROM action_keys WHERE id = ? AND seq <= ?")
+        forget.bind(1, id)
+        forget.bind(2, key.seq - RememberedKey.window)
+        try forget.run()
+    }
+
     private func delete(id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
-        for table in ["sessions", "history", "actions"] {
+        for table in ["sessions", "history", "actions", "action_keys"] {
             let statement = try connection.statement("DELETE FROM \(table) WHERE id = ?")
             statement.bind(1, id)
             try statement.run()
@@ -506,8 +526,17 @@ public final class SQLiteSessionStore: SessionStore {
             actions.bind(1, id)
             var pending: [(seq: UInt64, action: [UInt8])] = []
             while try actions.next() { pending.append((actions.uint64(0), actions.blob(1))) }
+            actions.reset()
+            let keys = try connection.statement("SELECT key, seq, digest FROM action_keys WHERE id = ?")
+            keys.bind(1, id)
+            defer { keys.reset() }
+            var remembered: [RememberedKey] = []
+            while try keys.next() {
+                remembered.append(RememberedKey(key: keys.text(0), seq: keys.uint64(1), digest: keys.uint64(2)))
+            }
             let complete = (entries.last?.version ?? stored.version) >= stored.version
             stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending)
+            stored.rememberedKeys = remembered.filter { $0.seq + RememberedKey.window > stored.startedThrough }
             return (stored, complete)
         }
     }

@@ -94,6 +94,10 @@ private final class FakeInstance: HostedInstance {
     func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
         throw HostingError.invalidAction("none taken")
     }
+    func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
+        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool) {
+        throw HostingError.invalidAction("none taken")
+    }
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }
     func dispose(_ reason: StreamEndReason?) {}
 }

@@ -320,7 +320,7 @@ import Testing
         _ = try await settledState(host, instance.id, after: [receipt.sequence])
         let writes = recording.writes
         let accepted = try #require(writes.firstIndex {
-            if case .accept(_, let seq, _) = $0 { seq == receipt.sequence } else { false }
+            if case .accept(_, let seq, _, _) = $0 { seq == receipt.sequence } else { false }
         })
         let produced = try #require(writes.firstIndex {
             if case .version(_, _, _, _, let producedBy, _) = $0 { producedBy == receipt.sequence } else { false }

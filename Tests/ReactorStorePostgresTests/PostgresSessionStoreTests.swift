@@ -211,6 +211,24 @@ struct PostgresSessionStoreTests {
         try await connection.close()
     }
 
+    @Test func idempotencyKeysAreKeptAfterTheirActionsAndGoWithTheSession() throws {
+        let (a, b) = (try node("a"), try node("b"))
+        defer { a.close(); b.close() }
+        let id = newID()
+        _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try a.load(id: id)
+        _ = try a.commit([
+            .accept(id: id, seq: 1, action: bytes(#""increase""#), key: RememberedKey(key: "one", seq: 1, digest: UInt64.max)),
+            .settle(id: id, seq: 1),
+        ])
+        _ = try a.commit([.release(id: id)])
+        // Another node, taking the session over, knows the key.
+        #expect(try b.load(id: id)?.rememberedKeys == [RememberedKey(key: "one", seq: 1, digest: UInt64.max)])
+        _ = try b.commit([.delete(id: id)])
+        _ = try b.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
+        #expect(try b.load(id: id)?.rememberedKeys.isEmpty == true)
+    }
+
     @Test func theCountIsEveryNodesSessions() async throws {
         // A database of this test's own, so other tests' sessions do not count.
         let database = "count_\(UInt32.random(in: 0...UInt32.max))"

@@ -34,6 +34,32 @@ import Testing
         #expect(try second.load(id: "a") != nil)
     }
 
+    @Test func idempotencyKeysOutliveTheirActionsAndLeaveWithTheWindowOrTheSession() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+            _ = try store.commit([.create(id: "k", type: "counter", state: bytes("0"), lastActivity: 0)])
+            // Accepted and settled in one batch: the action is never written, its key is.
+            _ = try store.commit([
+                .accept(id: "k", seq: 1, action: bytes(#""increase""#), key: RememberedKey(key: "one", seq: 1, digest: 7)),
+                .settle(id: "k", seq: 1),
+            ])
+            _ = try store.commit((2...1088).map {
+                .accept(id: "k", seq: UInt64($0), action: bytes(#""increase""#), key: RememberedKey(key: "key \($0)", seq: UInt64($0), digest: 7))
+            })
+            store.close()
+        }
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        defer { reopened.close() }
+        let keys = try #require(try reopened.load(id: "k")).rememberedKeys
+        // At seq 1088 the keys of seq 64 and before left the window.
+        #expect(keys.count == 1024)
+        #expect(keys.map(\.seq).min() == 65)
+        #expect(keys.first { $0.seq == 1088 } == RememberedKey(key: "key 1088", seq: 1088, digest: 7))
+        _ = try reopened.commit([.delete(id: "k")])
+        _ = try reopened.commit([.create(id: "k", type: "counter", state: bytes("0"), lastActivity: 0)])
+        #expect(try reopened.load(id: "k")?.rememberedKeys.isEmpty == true)
+    }
+
     @Test func whatIsCommittedLoadsBackAfterReopening() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)

@@ -514,3 +514,42 @@ def test_a_new_store_is_readable_by_its_owner_only_and_an_open_one_is_reported(s
     again = start_server("--counter-delay-ms", "0", store=store)
     assert state_of(again, counter)["state"]["value"] == 1
     assert "the session store is readable by other users" in again.stderr()
+
+
+def test_an_action_retried_with_its_idempotency_key_is_applied_once_even_across_a_crash(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counter = server.create("counter")["id"]
+    path = f"/reactors/{counter}/actions"
+
+    def send(key: str, body: str = '"increase"', query: str = ""):
+        return server.request("POST", path + query, body, headers={"Idempotency-Key": key})
+
+    first = send("a1b2")
+    assert first.status == 202 and first.header("Idempotent-Replayed") is None, first
+    retry = send("a1b2")
+    assert retry.status == 202 and retry.json() == first.json() and retry.header("Idempotent-Replayed") == "true", retry
+    # A structured-field string names the same key; waiting gives the state after the action.
+    waited = send('"a1b2"', query="?wait=true")
+    assert waited.status == 200 and waited.header("Idempotent-Replayed") == "true", waited
+    assert waited.json()["state"]["value"] == 1
+    # The same key with another action: refused, nothing sent.
+    reused = send("a1b2", body='"decrease"')
+    assert reused.status == 422 and reused.json()["type"].endswith(":idempotency-key-reused"), reused
+    assert str(first.json()["seq"]) in reused.json()["detail"]
+    for bad in ["", "has space", "k" * 256, "caf\u00e9"]:
+        refused = server.request("POST", path, '"increase"', headers={"Idempotency-Key": bad.encode("utf-8").decode("latin-1")})
+        assert refused.status == 400 and refused.json()["type"].endswith(":invalid-parameter"), (bad, refused)
+    assert state_of(server, counter)["state"]["value"] == 1
+
+    # Acknowledged, then the process dies; the client, unsure, retries after the restart.
+    second = send("c3d4")
+    assert second.status == 202
+    wait_for(lambda: state_of(server, counter)["state"]["value"] == 2, timeout=15, what="the action to be applied")
+    kill(server)
+    server = start_server("--counter-delay-ms", "0", store=store)
+    retried = send("c3d4", query="?wait=true")
+    assert retried.status == 200 and retried.header("Idempotent-Replayed") == "true", retried
+    assert retried.json()["state"]["value"] == 2
+    fresh = send("e5f6", query="?wait=true")
+    assert fresh.status == 200 and fresh.header("Idempotent-Replayed") is None and fresh.json()["state"]["value"] == 3, fresh

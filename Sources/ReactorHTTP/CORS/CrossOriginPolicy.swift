@@ -21,7 +21,7 @@ struct CrossOriginPolicy: Sendable {
     func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
         guard let origin = allowedOrigin(of: request) else { return }
         response.headers["Access-Control-Allow-Origin"] = origin
-        response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Retry-After"
+        response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Retry-After, Idempotent-Replayed"
         response.headers.add("Vary", "Origin")
     }
 
@@ -32,7 +32,7 @@ struct CrossOriginPolicy: Sendable {
         methods.removeAll { $0 == "OPTIONS" }
         return HTTPResponse(status: 204, headers: [
             "Access-Control-Allow-Methods": methods.joined(separator: ", "),
-            "Access-Control-Allow-Headers": "Content-Type, Last-Event-ID, If-None-Match",
+            "Access-Control-Allow-Headers": "Content-Type, Last-Event-ID, If-None-Match, Idempotency-Key",
             "Access-Control-Max-Age": "600",
         ])
     }

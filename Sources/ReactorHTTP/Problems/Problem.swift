@@ -149,6 +149,9 @@ extension Problem {
             self = Problem(status: 503, kind: "store-unavailable", title: "Session store unavailable",
                            detail: "the session store could not take the write, so nothing was accepted: \(detail)",
                            retryAfter: 5)
+        case .idempotencyKeyReused(let seq):
+            self = Problem(status: 422, kind: "idempotency-key-reused", title: "Idempotency key reused",
+                           detail: "this Idempotency-Key came with another action (seq \(seq)) before, so nothing was sent; a new action needs a new key")
         case .storedSessionIncompatible(let detail):
             self = Problem(status: 500, kind: "stored-session-incompatible", title: "Stored session incompatible",
                            detail: "this instance's stored session no longer decodes as its reactor type, so it cannot be served; the store keeps it unchanged, so a build that reads it (the previous one, or a State with a custom init(from:)) serves it again: \(detail)")

@@ -229,39 +229,53 @@ public final class ReactorService: Sendable {
         var found = try self.instance(for: request, scope)
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
+        let key = try Self.idempotencyKey(request)
         found.touch()
+        func send(to instance: any HostedInstance) throws(HostingError) -> (ActionReceipt, CommitTicket?, Bool) {
+            let trace = startTrace(request, on: instance)
+            guard let key else {
+                let (receipt, ticket) = try instance.send(actionJSON: request.body, trace: trace)
+                return (receipt, ticket, false)
+            }
+            return try instance.send(actionJSON: request.body, trace: trace, idempotencyKey: key)
+        }
         let receipt: ActionReceipt
         let ticket: CommitTicket?
+        let isReplay: Bool
         do {
-            (receipt, ticket) = try found.send(actionJSON: request.body, trace: startTrace(request, on: found))
+            (receipt, ticket, isReplay) = try send(to: found)
         } catch .instanceEnded where configuration.store != nil {
             // It left memory as this request found it: once more, on the instance brought back.
             found = try self.instance(for: request, scope)
             let again = found
-            let trace = startTrace(request, on: again)
-            (receipt, ticket) = try Problem.rethrowing { () throws(HostingError) in
-                try again.send(actionJSON: request.body, trace: trace)
-            }
+            (receipt, ticket, isReplay) = try Problem.rethrowing { () throws(HostingError) in try send(to: again) }
         } catch {
             throw Problem(error)
         }
         let instance = found
-        metrics.actionAccepted()
+        if !isReplay { metrics.actionAccepted() }
+        // A retry of an action already sent gets the first attempt's answer, marked.
+        let marked = { @Sendable (response: HTTPResponse) -> HTTPResponse in
+            guard isReplay else { return response }
+            var response = response
+            response.headers["Idempotent-Replayed"] = "true"
+            return response
+        }
         guard wait else {
             return Self.reply(after: ticket, scope) {
-                HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
+                marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
             }
         }
         let timeout = configuration.waitTimeout
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
             instance.whenSettled(receipt) {
-                reply.send(HTTPResponse(Self.snapshot(instance).response))
+                reply.send(marked(HTTPResponse(Self.snapshot(instance).response)))
             }
             // Whichever comes first answers; the later one is ignored. The 202 still waits for
             // the action's commit.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
-                let accepted = HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt))
+                let accepted = marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
                 guard let ticket else { return reply.send(accepted) }
                 ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
             }
@@ -375,6 +389,17 @@ public final class ReactorService: Sendable {
         let accepted = mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
             || mediaType == "application/x-www-form-urlencoded"
         guard accepted else { throw Problem.unsupportedMediaType(contentType) }
+    }
+
+    /// The request's `Idempotency-Key`, unquoted (a structured-field string, `"…"`, or bare);
+    /// nil when there is none. Refuses one that is not 1 to 255 visible ASCII characters.
+    static func idempotencyKey(_ request: HTTPRequest) throws(Problem) -> String? {
+        guard var key = request.headers["Idempotency-Key"]?.trimmingSpaces else { return nil }
+        if key.utf8.count >= 2, key.hasPrefix("\""), key.hasSuffix("\"") { key = String(key.dropFirst().dropLast()) }
+        guard RememberedKey.isValid(key) else {
+            throw Problem.invalidParameter("Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces")
+        }
+        return key
     }
 
     /// The version a stream resumes after: the `Last-Event-ID` header's, else `?lastEventId=`'s.

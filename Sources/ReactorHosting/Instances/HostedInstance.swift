@@ -72,6 +72,13 @@ package protocol HostedInstance: AnyObject, Sendable {
     /// `nil` means at once. `trace`, from ``ActionTraces/startAction(continuing:using:)``, is the action's
     /// span: its steps are traced under it, and it ends when the action settles.
     func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?)
+    /// ``send(actionJSON:trace:)`` with the client's idempotency key: an action sent with a key
+    /// the instance remembers (from its last ``RememberedKey/window`` actions, across restarts
+    /// with a store) is not sent again; the receipt and ticket are the first attempt's, and
+    /// `isReplay` is true. The same key with other JSON throws
+    /// ``HostingError/idempotencyKeyReused(seq:)``.
+    func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
+        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool)
     /// Calls `body` once every mutation of the action has been reduced and the states it
     /// produced are published (committed first, with a store in ``Durability/sync``).
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
@@ -100,6 +107,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     private let reactor: R
     private let rawValueDecoder = RawValueDecoder(R.Action.self)
     private let context: InstanceContext
+    /// The idempotency keys of its recent actions, made on the first keyed one.
+    private let keys = SetOnceReference<IdempotencyKeys>()
     package let timeline: StateTimeline
     package let id: String
     package let typeName: String
@@ -123,6 +132,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         if let restored {
             _ = reactor.runtime.restore(reactor, state: restored.state, version: restored.stored.version,
                                         sequence: restored.stored.startedThrough)
+            if !restored.stored.rememberedKeys.isEmpty {
+                _ = keys.storeIfNil(IdempotencyKeys(restoring: restored.stored.rememberedKeys))
+            }
         }
         let (timeline, publisher) = StateTimeline.make(
             restoring: reactor.currentState,
@@ -224,7 +236,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             context.logger.info("acknowledged action applied after a restart",
                                 metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
             if receipt.sequence != seq {
-                context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json))
+                let key = keys.load()?.renumber(seq, to: receipt.sequence)
+                context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key))
                 context.committer?.enqueue(.settle(id: id, seq: seq))
             }
             settleWhenDone(receipt)
@@ -244,7 +257,29 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
+    package func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
+        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool) {
+        let digest = RememberedKey.digest(of: actionJSON)
+        let keys = self.keys.load() ?? self.keys.storeIfNil(IdempotencyKeys())
+        let (remembered, ticket, isReplay) = try keys.lookUpOrSend(idempotencyKey, digest: digest) { () throws(HostingError) in
+            let (receipt, ticket) = try send(actionJSON: actionJSON, trace: trace, key: (idempotencyKey, digest))
+            return (receipt.sequence, ticket)
+        }
+        if isReplay {
+            trace?.end()
+            guard remembered.digest == digest else { throw HostingError.idempotencyKeyReused(seq: remembered.seq) }
+        }
+        return (ActionReceipt(sequence: remembered.seq), ticket, isReplay)
+    }
+
     package func send(actionJSON: [UInt8], trace: (any Span)?) throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+        try send(actionJSON: actionJSON, trace: trace, key: nil)
+    }
+
+    /// Sends the action, its record carrying `key` (the idempotency key and the JSON's digest)
+    /// when the client sent one.
+    private func send(actionJSON: [UInt8], trace: (any Span)?, key: (String, UInt64)?)
+        throws(HostingError) -> (ActionReceipt, CommitTicket?) {
         let traces = trace == nil ? nil : self.traces
         let action: R.Action
         if let traces {
@@ -264,7 +299,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let committer = context.committer
         let id = self.id
         let taken = reactor.sendUnlessStalled(action) { sequence in
-            ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON))
+            let remembered = key.map { RememberedKey(key: $0.0, seq: sequence, digest: $0.1) }
+            ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON, key: remembered))
             if let traces, let trace { traces.accepted(trace, sequence: sequence) }
         }
         guard let receipt = taken else {

@@ -14,6 +14,9 @@ package enum HostingError: Error, Sendable, Equatable {
     /// The session store could not take the write (full disk, lost connection); nothing was
     /// acknowledged. The detail names the store's error.
     case storeUnavailable(String)
+    /// The idempotency key came with another action before (the action `seq`, whose JSON
+    /// differs): nothing was sent.
+    case idempotencyKeyReused(seq: UInt64)
     /// The instance's stored session no longer decodes as its reactor type (a build changed
     /// `State` in a way that filling missing keys from the initial state does not bridge). The
     /// session is kept in the store unchanged; the detail names what does not decode.

@@ -27,8 +27,13 @@ public final class InMemorySessionStore: SessionStore {
                     sessions[id] = Session(stored: StoredSession(
                         type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
                         history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: []))
-                case .accept(let id, let seq, let action):
+                case .accept(let id, let seq, let action, let key):
                     sessions[id]?.pending[seq] = action
+                    if let key, var session = sessions[id] {
+                        session.stored.rememberedKeys.removeAll { $0.key == key.key || $0.seq + RememberedKey.window <= seq }
+                        session.stored.rememberedKeys.append(key)
+                        sessions[id] = session
+                    }
                 case .settle(let id, let seq):
                     sessions[id]?.pending[seq] = nil
                     sessions[id]?.produced[seq] = nil

@@ -35,7 +35,7 @@ public struct SessionBatch {
         self.writes = writes
         for write in writes {
             switch write {
-            case .accept(let id, let seq, _): accepted.insert(ActionKey(id: id, seq: seq))
+            case .accept(let id, let seq, _, _): accepted.insert(ActionKey(id: id, seq: seq))
             case .settle(let id, let seq): settled.insert(ActionKey(id: id, seq: seq))
             case .version(let id, let version, let state, _, let producedBy, _):
                 versions[id, default: []].append(Version(version: version, producedBy: producedBy, state: state))
@@ -71,7 +71,7 @@ extension SessionWrite {
     /// The session the write is about.
     public var instanceID: String {
         switch self {
-        case .create(let id, _, _, _), .accept(let id, _, _), .settle(let id, _), .version(let id, _, _, _, _, _),
+        case .create(let id, _, _, _), .accept(let id, _, _, _), .settle(let id, _), .version(let id, _, _, _, _, _),
              .touch(let id, _), .delete(let id), .release(let id):
             return id
         }

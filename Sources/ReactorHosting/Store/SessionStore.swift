@@ -64,7 +64,9 @@ public enum SessionWrite: Sendable {
     /// A new session at version 0.
     case create(id: String, type: String, state: [UInt8], lastActivity: Int64)
     /// An accepted action, kept until it has settled: `seq` is its sequence on the instance.
-    case accept(id: String, seq: UInt64, action: [UInt8])
+    /// `key`, when the client sent an idempotency key with it, is kept after it settles, for
+    /// the session's next ``RememberedKey/window`` actions.
+    case accept(id: String, seq: UInt64, action: [UInt8], key: RememberedKey? = nil)
     /// The action `seq` has settled: every mutation it produced was reduced (or failed, or was
     /// cancelled). Its record is dropped.
     case settle(id: String, seq: UInt64)
@@ -98,10 +100,12 @@ public struct StoredSession: Sendable, Equatable {
     /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`, with how many
     /// kept versions each produced.
     public var pendingActions: [PendingAction]
+    /// The idempotency keys of its recent actions (see ``SessionWrite/accept(id:seq:action:key:)``).
+    public var rememberedKeys: [RememberedKey]
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [SessionBatch.Version], pendingActions: [PendingAction]) {
+                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = []) {
         self.type = type
         self.version = version
         self.state = state
@@ -109,6 +113,7 @@ public struct StoredSession: Sendable, Equatable {
         self.lastActivity = lastActivity
         self.history = history
         self.pendingActions = pendingActions
+        self.rememberedKeys = rememberedKeys
     }
 
     public static func == (lhs: StoredSession, rhs: StoredSession) -> Bool {
@@ -118,6 +123,7 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.history.map(\.state) == rhs.history.map(\.state)
             && lhs.history.map(\.producedBy) == rhs.history.map(\.producedBy)
             && lhs.pendingActions == rhs.pendingActions
+            && lhs.rememberedKeys.sorted(by: { $0.seq < $1.seq }) == rhs.rememberedKeys.sorted(by: { $0.seq < $1.seq })
     }
 }
 
