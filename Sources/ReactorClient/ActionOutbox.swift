@@ -8,15 +8,17 @@ import Synchronization
 /// in order. While the server cannot be reached the queue waits (backing off) and then goes on
 /// where it stopped, so an action sent offline arrives once, after those sent before it.
 ///
-/// An action is sent again only when its request surely never reached the server (no
-/// connection could be made) or the server refused it with `429`/`503` and `Retry-After`;
-/// after any other failure (a connection cut while waiting for the answer, say) the action may
-/// or may not have been applied, and it fails rather than risk applying it twice.
+/// Each action carries an `Idempotency-Key` of its own, the same on every attempt, so it is sent
+/// again after any network failure (no connection could be made, or one was cut while waiting
+/// for the answer): the server applies it once and answers a retry as the first attempt. The
+/// server's refusals with `429`/`503` and `Retry-After` are retried too; other problems fail it.
 final class ActionOutbox: Sendable {
     private struct Entry: Sendable {
         let body: Data
         let wait: Bool
         let completion: Completion<HTTPReply>
+        /// Sent with every attempt, so the server applies the action once.
+        let idempotencyKey = UUID().uuidString
     }
 
     private struct State {
@@ -107,10 +109,12 @@ final class ActionOutbox: Sendable {
         while true {
             do {
                 let query = entry.wait ? [URLQueryItem(name: "wait", value: "true")] : []
-                let reply = try await transport.send("POST", path, query: query, json: entry.body)
+                let reply = try await transport.send("POST", path, query: query, json: entry.body,
+                                                     headers: ["Idempotency-Key": entry.idempotencyKey])
                 if failures > 0 { reachabilityChanged(true) }
                 return .success(reply)
-            } catch let error as URLError where error.requestNeverSent && !Task.isCancelled {
+            } catch let error as URLError where error.isTransient && !Task.isCancelled {
+                // Whether or not the request reached the server, the same key makes a retry safe.
                 if failures == 0 { reachabilityChanged(false) }
                 do {
                     try await Task.sleep(for: policy.delay(afterFailures: failures, retryHint: retryHint()))
@@ -126,11 +130,16 @@ final class ActionOutbox: Sendable {
 }
 
 extension URLError {
-    /// Whether the request failed before any of it reached a server: no connection was made.
-    var requestNeverSent: Bool {
+    /// Whether the network failed the request, so that it may succeed later: no connection
+    /// could be made, or one was lost or timed out before the answer was read whole.
+    var isTransient: Bool {
         switch code {
-        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet: true
-        default: false
+        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
+             .networkConnectionLost, .timedOut, .badServerResponse, .cannotParseResponse,
+             .zeroByteResource, .dataNotAllowed, .internationalRoamingOff, .callIsActive:
+            true
+        default:
+            false
         }
     }
 }

@@ -41,13 +41,30 @@ final class HTTPTransport: Sendable {
     let server: URL
     private let session: URLSession
     private let policy: ReconnectPolicy
+    /// Whether each request closes its connection after the answer (see ``forActions(server:policy:)``).
+    private let closesConnections: Bool
 
-    init(server: URL, policy: ReconnectPolicy) {
+    init(server: URL, policy: ReconnectPolicy, closesConnections: Bool = false) {
         self.server = server
         self.policy = policy
+        self.closesConnections = closesConnections
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         self.session = URLSession(configuration: configuration)
+    }
+
+    /// A transport for sending actions. With FoundationNetworking (Linux), libcurl sends a
+    /// request again by itself when a kept-alive connection it reused dies before the answer,
+    /// and a POST sent again that way goes without its body: the server waits for the body and
+    /// the client for the answer until the request times out (a minute). Each action therefore
+    /// opens a connection of its own there, so that a cut one fails at once and is retried with
+    /// its idempotency key. Apple's URLSession reuses connections safely.
+    static func forActions(server: URL, policy: ReconnectPolicy) -> HTTPTransport {
+        #if canImport(FoundationNetworking)
+        HTTPTransport(server: server, policy: policy, closesConnections: true)
+        #else
+        HTTPTransport(server: server, policy: policy)
+        #endif
     }
 
     deinit { session.finishTasksAndInvalidate() }
@@ -63,10 +80,13 @@ final class HTTPTransport: Sendable {
     /// Sends one request and returns the server's answer when its status is below 400.
     /// - Throws: ``ReactorProblem`` for an answer of 400 or more (after the retries a `429` or
     ///   `503` with `Retry-After` earns); a `URLError` when no answer came.
-    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil) async throws -> HTTPReply {
+    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil,
+              headers: [String: String] = [:]) async throws -> HTTPReply {
         var request = URLRequest(url: url(path, query: query))
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if closesConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
         if let body {
             request.httpBody = body
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")

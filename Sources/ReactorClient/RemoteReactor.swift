@@ -23,7 +23,8 @@ import Synchronization
 /// after a gap, none repeated.
 ///
 /// **Actions** go out one at a time in the order they were sent, through a bounded queue that
-/// holds them while the server cannot be reached.
+/// holds them while the server cannot be reached. Each carries an `Idempotency-Key` of its own,
+/// so one whose connection was cut before the answer is sent again, and applied once.
 ///
 /// **The id** is the session's only credential: keep it (``id``) to ``attach(id:at:configuration:)``
 /// again after a relaunch. Releasing the reactor (or ``close()``) stops its stream and fails
@@ -66,7 +67,8 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         let connection = EventStreamConnection(transport: transport, path: path + "/events", policy: configuration.reconnect)
         self.connection = connection
         let waiting = WeakReference<RemoteReactor>()
-        self.outbox = ActionOutbox(transport: transport, path: path + "/actions", capacity: configuration.queueCapacity,
+        self.outbox = ActionOutbox(transport: HTTPTransport.forActions(server: server, policy: configuration.reconnect),
+                                   path: path + "/actions", capacity: configuration.queueCapacity,
                                    policy: configuration.reconnect, retryHint: { connection.retryHint },
                                    reachabilityChanged: { waiting.object?.setWaitingForServer(!$0) })
         waiting.object = self

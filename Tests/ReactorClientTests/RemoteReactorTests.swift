@@ -40,6 +40,27 @@ struct RemoteReactorTests {
         #expect(second.currentState == first.currentState)
     }
 
+    @Test func anActionWhoseConnectionIsCutBeforeTheAnswerIsSentAgainAndAppliedOnce() async throws {
+        let server = try ServerProcess(arguments: ["--counter-delay-ms", "300"])
+        let relay = try TCPRelay(to: server.port)
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: relay.url)
+        let watcher = try await RemoteReactor<CounterReactor>.attach(id: counter.id, at: server.url)
+        let seen = Recorder(watcher.states)
+        let sent = Task { try await counter.send(.increase, andWait: true) }
+        // The server has the action (it shows loading) and holds the answer for 300 ms: the
+        // connection is cut then, as a network would.
+        _ = try await seen.wait("the action to reach the server") { $0.contains { $0.state.isLoading } }
+        relay.cut()
+        relay.resume()
+        let settled = try await sent.value
+        #expect(settled.state.value == 1)
+        #expect(!settled.state.isLoading)
+        // Applied once: the first attempt's action, answered to the second.
+        #expect(try await server.metric("reactor_actions_accepted_total") == 1)
+        #expect(try await RemoteReactor<CounterReactor>.attach(id: counter.id, at: server.url).currentState.value == 1)
+        seen.cancel()
+    }
+
     @Test func sendAndWaitReturnsTheSettledState() async throws {
         let server = try ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
