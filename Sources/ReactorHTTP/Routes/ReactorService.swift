@@ -254,28 +254,21 @@ public final class ReactorService: Sendable {
         }
         let instance = found
         if !isReplay { metrics.actionAccepted() }
-        // A retry of an action already sent gets the first attempt's answer, marked.
-        let marked = { @Sendable (response: HTTPResponse) -> HTTPResponse in
-            guard isReplay else { return response }
-            var response = response
-            response.headers["Idempotent-Replayed"] = "true"
-            return response
-        }
         guard wait else {
             return Self.reply(after: ticket, scope) {
-                marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+                Self.marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
             }
         }
         let timeout = configuration.waitTimeout
         return .deferred(HTTPResponse.deferred { responder in
             let reply = ReplyOnce(responder: responder, scope: scope)
             instance.whenSettled(receipt) {
-                reply.send(marked(HTTPResponse(Self.snapshot(instance).response)))
+                reply.send(Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay))
             }
             // Whichever comes first answers; the later one is ignored. The 202 still waits for
             // the action's commit.
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
-                let accepted = marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)))
+                let accepted = Self.marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
                 guard let ticket else { return reply.send(accepted) }
                 ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
             }
@@ -389,6 +382,15 @@ public final class ReactorService: Sendable {
         let accepted = mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
             || mediaType == "application/x-www-form-urlencoded"
         guard accepted else { throw Problem.unsupportedMediaType(contentType) }
+    }
+
+    /// `response`, marked `Idempotent-Replayed: true` when it answers a retry of an action
+    /// already sent (the first attempt's answer).
+    private static func marked(_ response: HTTPResponse, _ isReplay: Bool) -> HTTPResponse {
+        guard isReplay else { return response }
+        var response = response
+        response.headers["Idempotent-Replayed"] = "true"
+        return response
     }
 
     /// The request's `Idempotency-Key`, unquoted (a structured-field string, `"…"`, or bare);
