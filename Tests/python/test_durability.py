@@ -541,6 +541,7 @@ def test_an_action_retried_with_its_idempotency_key_is_applied_once_even_across_
         refused = server.request("POST", path, '"increase"', headers={"Idempotency-Key": bad.encode("utf-8").decode("latin-1")})
         assert refused.status == 400 and refused.json()["type"].endswith(":invalid-parameter"), (bad, refused)
     assert state_of(server, counter)["state"]["value"] == 1
+    assert (server.metric("reactor_actions_accepted_total"), server.metric("reactor_actions_replayed_total")) == (1, 2)
 
     # Acknowledged, then the process dies; the client, unsure, retries after the restart.
     second = send("c3d4")

@@ -14,6 +14,7 @@ final class ServiceMetrics: Sendable {
     private let instances: Prometheus.Gauge
     private let streams: Prometheus.Gauge
     private let mutationErrors: Prometheus.Counter
+    private let replayedActions: Prometheus.Counter
     private let stalls: Prometheus.Counter
     private let stalledInstances: Prometheus.Gauge
     private let storeWaits: Prometheus.Gauge
@@ -36,6 +37,8 @@ final class ServiceMetrics: Sendable {
         instances = registry.gauge("reactor_instances", "Reactor instances in memory.")
         streams = registry.gauge("reactor_event_streams", "Open event streams.")
         mutationErrors = registry.counter("reactor_mutation_errors_total", "Errors thrown by reactors' mutations.")
+        replayedActions = registry.counter("reactor_actions_replayed_total",
+                                           "Actions sent again with a remembered Idempotency-Key: answered as the first attempt, not sent again.")
         stalls = registry.counter("reactor_stalls_total",
                                   "Times an instance's mutate, reduce or transform ran past the stall timeout.")
         stalledInstances = registry.gauge("reactor_stalled_instances",
@@ -119,6 +122,7 @@ final class ServiceMetrics: Sendable {
     func streamCount(_ count: Int) { streams.set(to: Double(count)) }
     func requestsWaitingForStore(_ count: Int) { storeWaits.set(to: Double(count)) }
     func actionAccepted() { requests.actionAccepted() }
+    func actionReplayed() { replayedActions.increment() }
     func mutationFailed() { mutationErrors.increment() }
 
     var stalledInstanceCount: Int { stalledNow.load(ordering: .relaxed) }

@@ -253,7 +253,7 @@ public final class ReactorService: Sendable {
             throw Problem(error)
         }
         let instance = found
-        if !isReplay { metrics.actionAccepted() }
+        if isReplay { metrics.actionReplayed() } else { metrics.actionAccepted() }
         guard wait else {
             return Self.reply(after: ticket, scope) {
                 Self.marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
