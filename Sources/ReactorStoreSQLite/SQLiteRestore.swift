@@ -42,7 +42,9 @@ public enum SQLiteRestore {
         let source = try StoreFileCopy.openStore(backup)
         let directory = URL(fileURLWithPath: store).deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // Its owner's only, as a store's own directory is made (the ids in it are credentials).
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
         } catch {
             throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(store): \(error.localizedDescription)")
         }

@@ -13,8 +13,8 @@ import ReactorHosting
 ///
 /// Two servers on one file would each hold instances of the same sessions and overwrite each
 /// other's versions (and the store's folding of its journal assumes one writer). The store takes
-/// an exclusive `flock` on a file beside it, `PATH.lock`, before it reads or writes anything, and
-/// holds it while it is open. The kernel lets go of it when the process ends, however it ends, so
+/// an exclusive `flock` on a file beside it, `PATH.lock`, before SQLite opens the file (only a
+/// look at its first bytes comes earlier), and holds it while it is open. The kernel lets go of it when the process ends, however it ends, so
 /// a crash never leaves the store locked. The file holds the holder's process id, for the message
 /// a second server gets. Backups do not take it: they only read.
 final class StoreFileLock: Sendable {

@@ -21,6 +21,9 @@ import Testing
         let store = path("new/sessions.sqlite")
         let summary = try SQLiteRestore.restore(from: backup, to: store)
         #expect(summary == SQLiteRestore.Summary(sessions: 1, keptAside: nil))
+        // Its owner's only, the directory as the file: the ids in them are credentials.
+        let modes = try [path("new"), store].map { try FileManager.default.attributesOfItem(atPath: $0)[.posixPermissions] as? Int }
+        #expect(modes == [0o700, 0o600])
         let restored = try SQLiteSessionStore(path: store, historyCapacity: 8)
         defer { restored.close() }
         #expect(try restored.load(id: "b")?.state == Array(#"{"value":7}"#.utf8))
