@@ -213,9 +213,7 @@ public final class ReactorService: Sendable {
 
     private func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
         // Off the event loop if it is not in memory: the host looks in the store.
-        var key: InstanceKey?
-        request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
-        if key.flatMap(table.instance(key:)) == nil { try leaveTheLoopToWaitForTheStore(scope) }
+        if liveInstance(for: request) == nil { try leaveTheLoopToWaitForTheStore(scope) }
         let id = request.pathParameters["id"] ?? ""
         guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
             throw Problem.noSuchInstance(id)
@@ -355,17 +353,22 @@ public final class ReactorService: Sendable {
     /// only where `scope` may wait for the store; elsewhere (an event loop) this throws
     /// ``StoreWaitNeeded`` and the request is served again off the loop. Else throws a `Problem`.
     private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> any HostedInstance {
-        // An id as it is always sent (its alphabet needs no escapes) is looked up from the path's
-        // own bytes; anything else is decoded first. Either way it is looked up once.
-        var key: InstanceKey?
-        request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
-        if let key, let live = table.instance(key: key) { return live }
+        if let live = liveInstance(for: request) { return live }
         try leaveTheLoopToWaitForTheStore(scope)
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
         guard let found else { throw Problem.noSuchInstance(id) }
         return found
+    }
+
+    /// The instance the `{id}` path parameter names, when it is in memory. An id as it is always
+    /// sent (its alphabet needs no escapes) is looked up from the path's own bytes; anything
+    /// else is left to the caller, which decodes it first.
+    private func liveInstance(for request: HTTPRequest) -> (any HostedInstance)? {
+        var key: InstanceKey?
+        request.pathParameters.withRawValue(of: "id") { raw in key = InstanceKey(utf8: raw) }
+        return key.flatMap(table.instance(key:))
     }
 
     /// Throws ``StoreWaitNeeded`` on an event loop when there is a store: what the caller does
