@@ -263,8 +263,8 @@ public final class PostgresSessionStore: SessionStore {
                         ON CONFLICT (id, key) DO UPDATE SET seq = EXCLUDED.seq, digest = EXCLUDED.digest
                         """)
                     // Now and then, the keys of actions that left the window go.
-                    if key.seq % 64 == 0, key.seq > RememberedKey.window {
-                        _ = send("DELETE FROM reactor_action_keys WHERE id = \(id) AND seq <= \(Int64(bitPattern: key.seq - RememberedKey.window))")
+                    if let through = RememberedKey.forgottenThrough(accepting: key.seq) {
+                        _ = send("DELETE FROM reactor_action_keys WHERE id = \(id) AND seq <= \(Int64(bitPattern: through))")
                     }
                 }
                 guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
@@ -403,12 +403,11 @@ public final class PostgresSessionStore: SessionStore {
                     let (seq, action) = try actionRow.decode((Int64, ByteBuffer).self)
                     pending.append((UInt64(bitPattern: seq), Array(buffer: action)))
                 }
-                stored.restore(versions: versions, capacity: historyCapacity, pendingActions: pending)
-                for keyRow in keyRows {
-                    let (key, seq, digest) = try keyRow.decode((String, Int64, Int64).self)
-                    let remembered = RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest))
-                    if remembered.seq + RememberedKey.window > stored.startedThrough { stored.rememberedKeys.append(remembered) }
+                let remembered = try keyRows.map { row in
+                    let (key, seq, digest) = try row.decode((String, Int64, Int64).self)
+                    return RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest))
                 }
+                stored.restore(versions: versions, capacity: historyCapacity, pendingActions: pending, keys: remembered)
                 return .some((stored, epoch))
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)

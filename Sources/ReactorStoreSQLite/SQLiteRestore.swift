@@ -40,14 +40,7 @@ public enum SQLiteRestore {
             throw SessionStoreError(.unavailable, "\(backup) is the store itself; restore from a backup of it")
         }
         let source = try StoreFileCopy.openStore(backup)
-        let directory = URL(fileURLWithPath: store).deletingLastPathComponent()
-        do {
-            // Its owner's only, as a store's own directory is made (the ids in it are credentials).
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(store): \(error.localizedDescription)")
-        }
+        try SQLiteSessionStore.makeDirectory(of: store)
         let lock = try StoreFileLock(storePath: store)
         defer { lock.release() }
         let incoming = "\(store).restoring-\(getpid())"

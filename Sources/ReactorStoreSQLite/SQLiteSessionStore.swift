@@ -100,11 +100,10 @@ public final class SQLiteSessionStore: SessionStore {
         checkpointer.stop()
     }
 
-    /// Refuses an existing file that does not start as a SQLite database, before SQLite opens
-    /// it (and before anything could be written to it).
-    private static func checkFile(at path: String) throws(SessionStoreError) {
-        let url = URL(fileURLWithPath: path)
-        let directory = url.deletingLastPathComponent()
+    /// Makes the directory holding the store at `path` when it is missing, its owner's only
+    /// (the store's ids are the sessions' credentials); refuses a file in its place.
+    static func makeDirectory(of path: String) throws(SessionStoreError) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
@@ -112,13 +111,18 @@ public final class SQLiteSessionStore: SessionStore {
             }
         } else {
             do {
-                // Its owner's only: the store's ids are the sessions' credentials.
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
                 throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(path): \(error.localizedDescription)")
             }
         }
+    }
+
+    /// Refuses an existing file that does not start as a SQLite database, before SQLite opens
+    /// it (and before anything could be written to it).
+    private static func checkFile(at path: String) throws(SessionStoreError) {
+        try makeDirectory(of: path)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
                 throw SessionStoreError(.unavailable, "cannot read the session store \(path): permission denied")
@@ -392,10 +396,10 @@ public final class SQLiteSessionStore: SessionStore {
         insert.bind(3, key.seq)
         insert.bind(4, key.digest)
         try insert.run()
-        guard key.seq % 64 == 0, key.seq > RememberedKey.window else { return }
+        guard let through = RememberedKey.forgottenThrough(accepting: key.seq) else { return }
         let forget = try connection.statement("DELETE FROM action_keys WHERE id = ? AND seq <= ?")
         forget.bind(1, id)
-        forget.bind(2, key.seq - RememberedKey.window)
+        forget.bind(2, through)
         try forget.run()
     }
 
@@ -535,8 +539,7 @@ public final class SQLiteSessionStore: SessionStore {
                 remembered.append(RememberedKey(key: keys.text(0), seq: keys.uint64(1), digest: keys.uint64(2)))
             }
             let complete = (entries.last?.version ?? stored.version) >= stored.version
-            stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending)
-            stored.rememberedKeys = remembered.filter { $0.seq + RememberedKey.window > stored.startedThrough }
+            stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending, keys: remembered)
             return (stored, complete)
         }
     }

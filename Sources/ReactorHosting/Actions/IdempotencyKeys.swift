@@ -22,6 +22,13 @@ public struct RememberedKey: Sendable, Equatable {
     /// after the first attempt is taken as a new action.
     public static let window: UInt64 = 1024
 
+    /// When a store accepting the keyed action `seq` should also forget the session's keys of
+    /// actions that left the window: the highest seq to forget, now and then (every 64th
+    /// action) rather than on every write; nil otherwise.
+    public static func forgottenThrough(accepting seq: UInt64) -> UInt64? {
+        seq % 64 == 0 && seq > window ? seq - window : nil
+    }
+
     /// A digest of an action's JSON (64-bit FNV-1a): the same bytes give the same digest in
     /// every process, so it can be stored.
     public static func digest(of bytes: [UInt8]) -> UInt64 {

@@ -59,9 +59,13 @@ public struct HistoryChunk: Sendable {
 
 extension StoredSession {
     /// Fills in what a store reads besides the session's row: its history, the `capacity`'s
-    /// worth of `versions` up to the latest, oldest first, and its pending actions `(seq, JSON)`
-    /// in order, each with how many of the stored versions it produced.
-    public mutating func restore(versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])]) {
+    /// worth of `versions` up to the latest, oldest first; its pending actions `(seq, JSON)`
+    /// in order, each with how many of the stored versions it produced; and the idempotency
+    /// keys of `keys` whose actions are still in the window (``RememberedKey/window``).
+    public mutating func restore(versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])],
+                                 keys: [RememberedKey] = []) {
+        let startedThrough = self.startedThrough
+        rememberedKeys = keys.filter { $0.seq + RememberedKey.window > startedThrough }
         let capacity = UInt64(max(1, capacity))
         let latest = version
         history = versions.filter { $0.version <= latest && $0.version + capacity > latest }
