@@ -136,12 +136,7 @@ struct RemoteReactorTests {
 
     @Test func continuesAcrossAServerRestartOnADurableStore() async throws {
         let server = try ServerProcess()
-        // Retries at most 2 s apart: how long the restart takes (long under a sanitizer, with
-        // the stream backing off while the server is down) must not decide whether the stream
-        // is back within the wait below.
-        let configuration = RemoteReactorConfiguration(reconnect: ReconnectPolicy(maximumDelay: .seconds(2)))
-        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url,
-                                                                     configuration: configuration)
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let events = Recorder(counter.events)
         try await events.wait("the stream to open") { $0.last?.status == .connected }
         _ = try await counter.send(.increase, andWait: true)
