@@ -122,7 +122,7 @@ struct RemoteReactorTests {
         try await events.wait("version 4") { $0.versions().last == 4 }
 
         relay.cut()
-        try await events.wait("the stream to drop") { $0.last?.status == .reconnecting }
+        try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
         // Eight versions the watcher misses while it is cut off.
         _ = try await sender.send(.increase, andWait: true)
         _ = try await sender.send(.increase, andWait: true)
@@ -138,18 +138,18 @@ struct RemoteReactorTests {
         let server = try ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let events = Recorder(counter.events)
-        try await events.wait("the stream to open") { $0.last?.status == .connected }
+        try await events.wait("the stream to open") { $0.lastStatus() == .connected }
         _ = try await counter.send(.increase, andWait: true)
         try await events.wait("version 4") { $0.versions().last == 4 }
 
         server.stop()
-        try await events.wait("the stream to drop") { $0.last?.status == .reconnecting }
+        try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
         try server.restart()
 
         let settled = try await counter.send(.increase, andWait: true)
         #expect(settled.version == 8)
         #expect(settled.state.value == 2)
-        let seen = try await events.wait("the stream to reopen") { $0.last?.status == .connected }
+        let seen = try await events.wait("the stream to reopen") { $0.lastStatus() == .connected }
         let versions = seen.versions()
         #expect(versions == Array(Set(versions)).sorted())
         #expect(versions.last == 8)
@@ -196,7 +196,7 @@ struct RemoteReactorTests {
         let other = try await RemoteReactor<CounterReactor>.attach(id: counter.id, at: server.url)
         let states = Recorder(counter.states)
         let events = Recorder(counter.events)
-        try await events.wait("the stream to open") { $0.last?.status == .connected }
+        try await events.wait("the stream to open") { $0.lastStatus() == .connected }
 
         try await other.delete()
         #expect(try await states.waitForEnd().map(\.version) == [0])
@@ -220,7 +220,7 @@ struct RemoteReactorTests {
         #expect(try await server.metric("reactor_event_streams") == 0)
 
         let events = Recorder(counter.events)
-        try await events.wait("the stream to open") { $0.last?.status == .connected }
+        try await events.wait("the stream to open") { $0.lastStatus() == .connected }
         #expect(try await server.metric("reactor_event_streams") == 1)
 
         events.cancel()

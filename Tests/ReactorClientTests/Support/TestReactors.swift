@@ -35,4 +35,10 @@ extension RemoteEvent {
 extension Array {
     /// The versions of the state events among these events.
     func versions<State>() -> [UInt64] where Element == RemoteEvent<State> { compactMap(\.version) }
+
+    /// The latest connection status among these events. States may follow it at once (a
+    /// reopened stream sends the current state), so it need not be the last event.
+    func lastStatus<State>() -> ConnectionStatus? where Element == RemoteEvent<State> {
+        last { $0.status != nil }?.status
+    }
 }
