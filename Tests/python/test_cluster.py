@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cluster import Cluster, scaled, store_mode_from_environment
+from cluster import Cluster, scaled, store_mode_from_environment, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -134,6 +134,15 @@ def test_sessions_an_earlier_build_stored_are_read_and_one_that_no_longer_decode
     refused = cluster.request("GET", f"/reactors/{unreadable}")
     assert refused.status == 500 and refused.json()["type"].endswith(":stored-session-incompatible"), refused
     assert cluster.psql(f"SELECT convert_from(state, 'UTF8') FROM reactor_sessions WHERE id = '{unreadable}'") == '{"value":"many"}'
+    # The node that tried it let its claim go: any other node (a newer build, in a rolling
+    # deploy) may load it now rather than answer 503 until the lease ran out.
+    wait_until(lambda: cluster.psql(f"SELECT owner IS NULL FROM reactor_sessions WHERE id = '{unreadable}'") == "t",
+               timeout=10, what="the claim on the session that does not decode to be released")
+    for node in cluster.nodes:
+        answer = node.request("GET", f"/reactors/{unreadable}")
+        assert answer.status == 500 and answer.json()["type"].endswith(":stored-session-incompatible"), answer
+        wait_until(lambda: cluster.psql(f"SELECT owner IS NULL FROM reactor_sessions WHERE id = '{unreadable}'") == "t",
+                   timeout=10, what="each node to release the session that does not decode")
     assert cluster.request("DELETE", f"/reactors/{unreadable}").status == 204
     assert cluster.request("GET", f"/reactors/{unreadable}").status == 404
     assert cluster.psql(f"SELECT count(*) FROM reactor_sessions WHERE id = '{unreadable}'") == "0"

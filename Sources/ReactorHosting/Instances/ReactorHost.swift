@@ -200,6 +200,9 @@ package final class ReactorHost: Sendable {
                 configuration.storeObserver.incompatible()
                 logger.error("a stored session no longer decodes as its type; it is kept unchanged and not served",
                              metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
+                // Loading it claimed it (a shared store): let it go at once, so that a node whose
+                // build does decode it (the next one of a rolling deploy) need not wait out the lease.
+                committer?.enqueue(.release(id: id))
             }
             throw error
         }
