@@ -292,6 +292,60 @@ def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
+def damage_page_holding(path: str, instance_id: str, table: str, spare: str) -> tuple[int, bytes]:
+    """Overwrites the header of the page of `table` that holds `instance_id` (and not `spare`)
+    with bytes no B-tree page starts with, as a failing disk would. Returns the page's number
+    and its damaged bytes."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        pages = [row[0] for row in connection.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as file:
+        for number in pages:
+            file.seek((number - 1) * page_size)
+            content = file.read(page_size)
+            if instance_id.encode() in content and spare.encode() not in content:
+                damaged = b"\xff" * 12 + content[12:]
+                file.seek((number - 1) * page_size)
+                file.write(damaged)
+                return number, damaged
+    pytest.fail(f"no leaf page of {table} holds the instance alone among {len(pages)}")
+
+
+def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_serve_on(start_server):
+    """A store whose page broke under a session (a failing disk): that session is refused with
+    a clear error, logged as damage, and its page is never written; sessions elsewhere serve on."""
+    store = fresh_store()
+    path = store.removeprefix("sqlite:")
+    first = start_server("--counter-delay-ms", "0", store=store)
+    # Enough sessions for the sessions table to span several pages.
+    counters = [first.create("counter")["id"] for _ in range(150)]
+    assert first.stop() == 0  # the last connection to close folds the log into the file
+    victim, spare = counters[0], counters[-1]
+    page, damaged = damage_page_holding(path, victim, "sessions", spare)
+
+    server = start_server("--counter-delay-ms", "0", store=store)
+    for method, route, body in [("GET", "", None), ("POST", "/actions", '"increase"'), ("GET", "/events", None)]:
+        refused = server.request(method, f"/reactors/{victim}{route}", body)
+        assert refused.status == 500, refused
+        assert refused.header("Content-Type") == "application/problem+json"
+        assert refused.json()["type"].endswith(":store-damaged"), refused
+        assert path not in refused.json()["detail"]
+        assert refused.header("Retry-After") is None
+    assert server.metric("reactor_store_damaged_reads_total") == 3
+    reply = server.request("POST", f"/reactors/{spare}/actions?wait=true", '"increase"')
+    assert reply.status == 200, reply
+    assert state_of(server, spare)["state"]["value"] == 1
+    log = server.stderr()
+    assert "the session store is damaged" in log and "malformed" in log
+    assert victim not in log
+    assert server.stop() == 0
+    with open(path, "rb") as file:
+        page_size = len(damaged)
+        file.seek((page - 1) * page_size)
+        assert file.read(page_size) == damaged
+
+
 def test_a_second_server_on_a_store_in_use_stops_and_changes_nothing(start_server):
     store = fresh_store()
     first = start_server("--counter-delay-ms", "0", store=store)

@@ -69,6 +69,8 @@ final class ServiceMetrics: Sendable {
                                             "Instances that left memory after --passivate-after-s idle, kept by the session store.")
         let incompatible = registry.counter("reactor_store_incompatible_activations_total",
                                             "Requests for a stored session that no longer decodes as its reactor type, answered 500 stored-session-incompatible; the session is kept unchanged.")
+        let damaged = registry.counter("reactor_store_damaged_reads_total",
+                                       "Requests for a stored session the store could not read because it is damaged (SQLite found a page malformed), answered 500 store-damaged.")
         let stored = registry.gauge("reactor_store_sessions",
                                     "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
         return StoreObserver(
@@ -80,7 +82,8 @@ final class ServiceMetrics: Sendable {
             activated: { activations.recordNanoseconds(Int64(clamping: $0)) },
             passivated: { passivations.increment() },
             incompatible: { incompatible.increment() },
-            counted: { stored.set(to: Double($0)) })
+            counted: { stored.set(to: Double($0)) },
+            damaged: { damaged.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

@@ -155,6 +155,10 @@ extension Problem {
         case .storedSessionIncompatible(let detail):
             self = Problem(status: 500, kind: "stored-session-incompatible", title: "Stored session incompatible",
                            detail: "this instance's stored session no longer decodes as its reactor type, so it cannot be served; the store keeps it unchanged, so a build that reads it (the previous one, or a State with a custom init(from:)) serves it again: \(detail)")
+        case .storeDamaged:
+            // The store's message names the file and the statement: for the server's log only.
+            self = Problem(status: 500, kind: "store-damaged", title: "Session store damaged",
+                           detail: "the session store is damaged where this instance is kept, so nothing was done; a retry will not help until the store is restored from a backup (the server's log names the file)")
         case .ownedElsewhere(let retryAfter):
             self = Problem(status: 503, kind: Problem.instanceElsewhereKind, title: "Instance served by another node",
                            detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",

@@ -289,7 +289,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
         if let committer = context.committer, let error = committer.lastError {
             trace?.end()
-            throw HostingError.storeUnavailable(error.message)
+            throw HostingError(error)
         }
         // The action's record is queued for the store as the reactor takes it, before anything
         // can apply it: what the action produces is never committed ahead of its record, so an

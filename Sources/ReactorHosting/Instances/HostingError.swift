@@ -24,4 +24,18 @@ package enum HostingError: Error, Sendable, Equatable {
     /// Another node serves the instance now (several nodes share the store); nothing was done.
     /// A retry after `retryAfterSeconds`, through the proxy, reaches its owner.
     case ownedElsewhere(retryAfterSeconds: Int)
+    /// The session store is damaged where the request needed it (SQLite found a page malformed):
+    /// nothing was done, and a retry will not help until the store is restored from a backup.
+    /// The detail names the store's error.
+    case storeDamaged(String)
+
+    /// The refusal for a request the session store failed: damaged, owned by another node, or
+    /// otherwise unavailable (a full disk, a lost connection).
+    init(_ error: SessionStoreError) {
+        switch error.kind {
+        case .corrupt: self = .storeDamaged(error.message)
+        case .ownedElsewhere: self = .ownedElsewhere(retryAfterSeconds: 1)
+        case .full, .unavailable: self = .storeUnavailable(error.message)
+        }
+    }
 }

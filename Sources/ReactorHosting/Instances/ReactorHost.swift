@@ -114,7 +114,7 @@ package final class ReactorHost: Sendable {
     /// Creates an instance of the type registered as `typeName`. With a store in
     /// ``Durability/sync`` the ticket tells when its creation is committed.
     package func create(_ type: RegisteredType) throws(HostingError) -> (any HostedInstance, CommitTicket?) {
-        if let error = committer?.lastError { throw HostingError.storeUnavailable(error.message) }
+        if let error = committer?.lastError { throw HostingError(error) }
         if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
         let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in
@@ -177,10 +177,13 @@ package final class ReactorHost: Sendable {
         let stored: StoredSession?
         do {
             stored = try store.load(id: id)
-        } catch where error.kind == .ownedElsewhere {
-            throw HostingError.ownedElsewhere(retryAfterSeconds: 1)
         } catch {
-            throw HostingError.storeUnavailable(error.message)
+            if error.kind == .corrupt {
+                configuration.storeObserver.damaged()
+                logger.critical("the session store is damaged: a stored session could not be read, and is not served; stop the server and restore the store from a backup",
+                                metadata: ["instance": "\(InstanceID.logLabel(id))", "error": "\(error.message)"])
+            }
+            throw HostingError(error)
         }
         guard let stored else { return nil }
         let context = self.context

@@ -223,7 +223,10 @@ package final class GroupCommitter: Sendable {
                 }
                 return queue.lastError == nil
             }
-            if first {
+            if error.kind == .corrupt {
+                logger.critical("the session store is damaged: a commit failed and was not acknowledged; stop the server and restore the store from a backup",
+                                metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+            } else if first {
                 logger.error("session store commit failed: the batch was not acknowledged; new work is refused for a while",
                              metadata: ["error": "\(error)", "writes": "\(writes.count)"])
             }

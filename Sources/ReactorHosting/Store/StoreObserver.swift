@@ -1,5 +1,6 @@
 /// Told of the session store's work as it happens, for metrics: commits, activations and
-/// passivations, and stored sessions that no longer decode. Each closure runs on the thread that did the work, so it should be cheap.
+/// passivations, stored sessions that no longer decode, and reads that found the store damaged.
+/// Each closure runs on the thread that did the work, so it should be cheap.
 package struct StoreObserver: Sendable {
     /// A batch of `writes` was committed; the commit took `nanoseconds`.
     package var committed: @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void
@@ -13,6 +14,8 @@ package struct StoreObserver: Sendable {
     package var incompatible: @Sendable () -> Void
     /// The store was counted: it holds `sessions`.
     package var counted: @Sendable (_ sessions: Int) -> Void
+    /// A stored session could not be read: the store is damaged.
+    package var damaged: @Sendable () -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
@@ -20,12 +23,14 @@ package struct StoreObserver: Sendable {
                  activated: @escaping @Sendable (_ nanoseconds: UInt64) -> Void = { _ in },
                  passivated: @escaping @Sendable () -> Void = {},
                  incompatible: @escaping @Sendable () -> Void = {},
-                 counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in }) {
+                 counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
+                 damaged: @escaping @Sendable () -> Void = {}) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated
         self.passivated = passivated
         self.incompatible = incompatible
         self.counted = counted
+        self.damaged = damaged
     }
 }
