@@ -535,6 +535,20 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
 
     restored = start_server("--counter-delay-ms", "0", store=store)
     assert {counter: state_of(restored, counter) for counter in counters} == at_backup
+    # A client that saw the later versions resumes after one the instance no longer has: it is
+    # told so, then given the state it should now show, in either stream format.
+    for counter, query in [(counters[0], ""), (counters[1], "?format=patch")]:
+        resumed = restored.events(counter, headers={"Last-Event-ID": str(later[counter]["version"])}, query=query)
+        try:
+            assert resumed.next().retry == 3000
+            told = resumed.next()
+            assert told.event == "rewound" and told.id is None, told
+            assert told.json() == {"lastEventId": later[counter]["version"], "version": at_backup[counter]["version"]}
+            state = resumed.next()
+            assert (state.event, state.id) == ("state", str(at_backup[counter]["version"])), state
+            assert state.json() == at_backup[counter]["state"]
+        finally:
+            resumed.close()
     assert restored.stop() == 0
     # The replaced store, its log with it, still holds everything it had.
     replaced = start_server("--counter-delay-ms", "0", store=f"sqlite:{kept}")

@@ -231,11 +231,13 @@ def test_resume_beyond_history_gets_a_fresh_snapshot(start_server):
         stream.close()
 
 
-def test_resume_from_an_unknown_future_version_gets_a_fresh_snapshot(server):
+def test_resume_from_an_unknown_future_version_is_told_so_then_gets_a_fresh_snapshot(server):
     instance = server.create()
     stream = server.events(instance["id"], headers={"Last-Event-ID": "999"})
     try:
         assert stream.next().retry == 3000
+        told = stream.next(timeout=2)
+        assert (told.event, told.id, told.json()) == ("rewound", None, {"lastEventId": 999, "version": 0})
         assert stream.next(timeout=2).id == "0"
     finally:
         stream.close()

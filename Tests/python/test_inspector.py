@@ -278,6 +278,40 @@ def test_connection_reconnecting_and_shutdown(start_server, page):
     page.screenshot("6-shutdown")
 
 
+def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page, tmp_path):
+    """A restored backup takes an instance back from version 8 to 4: the page, reconnecting
+    after version 8, drops what it kept after 4 and follows the instance from there."""
+    import subprocess
+    from conftest import server_binary
+    server = start_server("--counter-delay-ms", "0")
+    counter = server.create()["id"]
+    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    backup = tmp_path / "backup.sqlite"
+    taken = subprocess.run([str(server_binary()), "backup", "--store", server.store, str(backup)],
+                           capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 0, taken.stderr
+    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    open_inspector(page, server, counter)
+    page.until(lambda: "8" in page.attribute("#timeline li", "data-version"), "version 8 in the timeline")
+
+    server.signal(signal.SIGKILL)  # EventSource retries on its own, after version 8
+    server.wait(timeout=10)
+    page.until_text("#connection", "reconnecting (Last-Event-ID 8)")
+    restored = subprocess.run([str(server_binary()), "restore", "--store", server.store, str(backup)],
+                              capture_output=True, text=True, timeout=60)
+    assert restored.returncode == 0, restored.stderr
+    again = start_server("--counter-delay-ms", "0", "--port", str(server.port), store=server.store)
+    page.until_text("#connection", "live")
+    page.until(lambda: page.attribute("#timeline li", "data-version") == [str(v) for v in range(4, -1, -1)],
+               "the timeline to end at version 4")
+    page.until(lambda: page.text('#state-tree [data-path="/value"]') == "1", "the state of version 4")
+    assert again.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    page.until(lambda: page.attribute("#timeline li", "data-version") == [str(v) for v in range(8, -1, -1)],
+               "the new versions 5 to 8")
+    page.until(lambda: page.text('#state-tree [data-path="/value"]') == "2", "the state of the new version 8")
+    assert page.policy_violations() == []
+
+
 def diff_paths(before, after, path: str = "") -> list[dict]:
     """The page's diff, independently: {kind, path} for each differing path, objects by key in the
     page's order (removed keys first, then the new object's keys), arrays by index."""

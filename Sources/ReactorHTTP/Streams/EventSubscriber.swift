@@ -7,6 +7,7 @@ import ReactorHosting
 /// write opportunity) is sent every version; one further behind is sent the latest state only
 /// (conflated). Either way it never holds the instance or other subscribers back. A state that
 /// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
+/// A client resuming after a version the instance does not have is sent `event: rewound` first.
 /// How a stream sends each version.
 enum EventFormat: Sendable, Equatable {
     /// `event: state` with the whole state.
@@ -69,6 +70,10 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
                 // The history no longer holds every version after it: the latest state follows,
                 // marked as a snapshot because versions are skipped.
                 progress.lastSentVersion = lastEventID
+            } else if lastEventID > timeline.latest.version {
+                // The client has versions the instance does not: it says so, then the latest
+                // state follows, to replace the client's.
+                progress.pendingEvents = [ServerSentEvents.rewound(lastEventID: lastEventID, version: timeline.latest.version)]
             }
         }
         self.progress = Locked(progress)

@@ -70,6 +70,17 @@ enum ServerSentEvents {
         return bytes
     }
 
+    /// `event: rewound` `{"lastEventId":…,"version":…}`: the client resumed after a version the
+    /// instance does not have (lost with `async` durability in a crash, or rolled back by a
+    /// restored backup). Its state from that version on is not the instance's: the state event
+    /// that follows replaces it, though its version is lower.
+    static func rewound(lastEventID: UInt64, version: UInt64) -> [UInt8] {
+        var object = JSONObjectWriter()
+        object.add("lastEventId", raw: String(lastEventID))
+        object.add("version", raw: String(version))
+        return event("rewound", json: object.finish())
+    }
+
     /// `event: end` with the reason the stream ends, the last event a stream sends.
     static func end(_ reason: StreamEndReason) -> [UInt8] {
         var object = JSONObjectWriter()

@@ -414,6 +414,18 @@ function connect() {
     render();
     refreshHistory();
   });
+  stream.addEventListener("rewound", (event) => {
+    // The instance went back to an earlier version (lost in a crash with async durability, or a
+    // restored backup): what this page kept after it is not the instance's. The state event
+    // that follows and a full history read bring the page back in line.
+    const { version } = JSON.parse(event.data);
+    model.versions = model.versions.filter((entry) => entry.version <= version);
+    model.actions.clear();
+    model.errors = [];
+    model.historyVersion = null;
+    if (model.viewed !== null && model.viewed > version) model.viewed = null;
+    render();
+  });
   stream.addEventListener("end", (event) => setEnded(JSON.parse(event.data).reason));
   // `error` is both the server's event (a failed mutation, with data) and EventSource's own.
   stream.addEventListener("error", (event) => {
