@@ -20,7 +20,10 @@ import Synchronization
 /// ``run()``) is running, and closed when the last one ends (its task is cancelled). It
 /// reconnects by itself with `Last-Event-ID` after a drop or a server restart, waiting as the
 /// server's `retry:` hint says and backing off; states arrive in version order, some skipped
-/// after a gap, none repeated.
+/// after a gap, none repeated. One exception: when the server no longer has the versions the
+/// client last saw (lost in a crash with `async` durability, or rolled back by a restored
+/// backup), it says so on reconnecting, and the state it sends next replaces the client's
+/// though its version is lower.
 ///
 /// **Actions** go out one at a time in the order they were sent, through a bounded queue that
 /// holds them while the server cannot be reached. Each carries an `Idempotency-Key` of its own,
@@ -46,6 +49,9 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         var subscribers: [Int: AsyncStream<RemoteEvent<R.State>>.Continuation] = [:]
         var nextSubscriber = 0
         var stream: Task<Void, Never>?
+        /// The server said the instance is behind ``latest`` (`event: rewound`): the next state
+        /// replaces it even with a lower version.
+        var isRewound = false
     }
 
     private let storage: Mutex<Storage>
@@ -289,6 +295,8 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
             guard let version = event.id.flatMap(UInt64.init),
                   let state = try? JSONDecoder().decode(R.State.self, from: Data(event.data.utf8)) else { return }
             publish(VersionedState(version: version, state: state))
+        case "rewound":
+            storage.withLock { $0.isRewound = true }
         case "error":
             guard let failure = try? JSONDecoder().decode(MutationFailure.self, from: Data(event.data.utf8)) else { return }
             registrar.withMutation(of: self, keyPath: \.lastFailure) {
@@ -303,11 +311,12 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     }
 
     /// Makes `state` the latest and hands it to the subscribers, unless the client already has
-    /// that version or a later one.
+    /// that version or a later one (and the server has not said it is behind the client).
     private func publish(_ state: VersionedState<R.State>) {
         registrar.withMutation(of: self, keyPath: \.latest) {
             storage.withLock { storage in
-                guard state.version > storage.latest.version else { return }
+                guard state.version > storage.latest.version || storage.isRewound else { return }
+                storage.isRewound = false
                 storage.latest = state
                 for subscriber in storage.subscribers.values { subscriber.yield(.state(state)) }
             }

@@ -156,6 +156,33 @@ struct RemoteReactorTests {
         #expect(counter.endReason == nil)
     }
 
+    @Test func takesTheServersStateWhenTheServerWentBackToAnEarlierVersion() async throws {
+        let server = try ServerProcess()
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
+        _ = try await counter.send(.increase, andWait: true)
+        let backup = try await server.backUp()
+        let events = Recorder(counter.events)
+        try await events.wait("the stream to open") { $0.lastStatus() == .connected }
+        _ = try await counter.send(.increase, andWait: true)
+        try await events.wait("version 8") { $0.versions().last == 8 }
+
+        // The store goes back to the backup, at version 4: versions 5–8 are gone.
+        server.stop()
+        try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
+        try await server.restore(from: backup)
+        try server.restart()
+        try await events.wait("the server's state, though older") { $0.versions().last == 4 }
+        #expect(counter.version == 4)
+        #expect(counter.currentState.value == 1)
+
+        // And it follows the server from there.
+        let settled = try await counter.send(.increase, andWait: true)
+        #expect(settled.version == 8)
+        #expect(settled.state.value == 2)
+        try await events.wait("the new version 8") { $0.versions().last == 8 }
+        #expect(counter.currentState.value == 2)
+    }
+
     @Test func anActionSentWhileTheServerIsDownIsDeliveredOnce() async throws {
         let server = try ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)

@@ -14,6 +14,8 @@ final class ServerProcess: Sendable {
     let port: UInt16
     private let arguments: [String]
     private let process: Locked<SpawnedProcess?>
+    /// The `--store` value.
+    private let store: String
 
     /// The built executable: `REACTOR_SERVER_BIN`, else next to the test bundle.
     static var executable: String {
@@ -30,10 +32,11 @@ final class ServerProcess: Sendable {
 
     /// Starts a server whose counter changes 20 ms after each action, with `arguments` added.
     init(arguments: [String] = []) throws {
-        let store = FileManager.default.temporaryDirectory
+        let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("reactor-client-\(UUID().uuidString)/sessions.sqlite").path
+        store = "sqlite:" + path
         self.arguments = ["--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
-                          "--store", "sqlite:" + store] + arguments
+                          "--store", store] + arguments
         let (process, port) = try Self.start(self.arguments + ["--port", "0"])
         self.port = port
         self.process = Locked(process)
@@ -53,6 +56,26 @@ final class ServerProcess: Sendable {
     func restart() throws {
         let (process, _) = try Self.start(arguments + ["--port", String(port)])
         self.process.withLock { $0 = process }
+    }
+
+    /// Backs the running server's store up with `reactor-server backup`; returns the file.
+    func backUp() async throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("reactor-backup-\(UUID().uuidString).sqlite").path
+        try await run(["backup", file, "--store", store])
+        return file
+    }
+
+    /// Puts `backup` in place of the stopped server's store with `reactor-server restore`: the
+    /// sessions go back to what they were when it was taken.
+    func restore(from backup: String) async throws {
+        try await run(["restore", backup, "--store", store])
+    }
+
+    private func run(_ command: [String]) async throws {
+        let (termination, output) = try await SpawnedProcess.run(Self.executable, command, timeout: .seconds(60))
+        guard termination == .exited(0) else {
+            throw TestFailure("reactor-server \(command[0]) ended with \(termination): \(String(decoding: output, as: UTF8.self))")
+        }
     }
 
     /// The server's `/metrics` value of `name` (a metric without labels).
