@@ -438,6 +438,19 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
+    /// The store's tables in the database, their indexes and TOAST data included.
+    public func diskUsage() throws(SessionStoreError) -> Int? {
+        let logger = self.logger
+        return try reader.run { connection in
+            let rows = try connection.run("""
+                SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class AS c
+                WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND c.relname LIKE 'reactor\\_%'
+                """, logger: logger).rows
+            guard let row = rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
+        }
+    }
+
     public func close() {
         leaseKeeper.withLock { keeper in
             keeper?.stop()

@@ -565,6 +565,21 @@ public final class SQLiteSessionStore: SessionStore {
         }
     }
 
+    /// The database file and its write-ahead log (its index file, `-shm`, is a mapping in memory
+    /// and not counted).
+    public func diskUsage() throws(SessionStoreError) -> Int? {
+        var total = 0
+        for file in [path, path + "-wal"] {
+            var status = stat()
+            if stat(file, &status) == 0 {
+                total += Int(status.st_size)
+            } else if errno != ENOENT {
+                throw SessionStoreError(.unavailable, "cannot read the size of \(file): \(String(cString: strerror(errno)))")
+            }
+        }
+        return total
+    }
+
     /// How many rows `table` holds (of session `id`, when given): for tests of the store's layout.
     func rowCount(of table: String, id: String? = nil) throws(SessionStoreError) -> Int {
         try reading { connection throws(SessionStoreError) -> Int in

@@ -239,6 +239,7 @@ struct PostgresSessionStoreTests {
                       try PostgresSessionStore(location: own, node: "b", lease: .seconds(30), historyCapacity: 4))
         defer { a.close(); b.close() }
         #expect(try a.count() == 0)
+        let empty = try #require(try a.diskUsage())
         _ = try a.commit([.create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0),
                           .create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0)])
         let third = newID()
@@ -247,6 +248,14 @@ struct PostgresSessionStoreTests {
         _ = try b.load(id: third)
         _ = try b.commit([.delete(id: third)])
         #expect(try b.count() == 2)
+        // Measured in the database: tables and indexes grow by pages of 8 KiB as rows arrive,
+        // and both nodes see the same figure.
+        let large = String(repeating: "7", count: 30_000)
+        _ = try a.commit((0..<20).map { _ in .create(id: newID(), type: "counter", state: bytes(large), lastActivity: 0) })
+        let grown = try #require(try a.diskUsage())
+        #expect(grown > empty)
+        #expect(grown % 8192 == 0)
+        #expect(try b.diskUsage() == grown)
     }
 
     @Test func aDatabaseWrittenByANewerSchemaIsRefused() async throws {

@@ -208,6 +208,10 @@ import Testing
         // The failed batch left nothing behind, and the store still reads.
         #expect(try store.load(id: "s\(created)") == nil)
         #expect(try store.count() == created)
+        // Its size on disk is the file's and its log's, each past the data it holds.
+        let sizes = try [store.path, store.path + "-wal"].map { try FileManager.default.attributesOfItem(atPath: $0)[.size] as! Int }
+        #expect(try store.diskUsage() == sizes.reduce(0, +))
+        #expect(sizes.reduce(0, +) > created * big.count)
         // Freeing space lets the same batch commit.
         _ = try store.commit((0..<created / 2).map { .delete(id: "s\($0)") })
         _ = try store.commit([.create(id: "s\(created)", type: "t", state: big, lastActivity: 0)])

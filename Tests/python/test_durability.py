@@ -258,6 +258,10 @@ def test_passivated_instances_come_back_under_load(start_server):
     # Counted in the store, in memory or not.
     wait_for(lambda: server.metric("reactor_store_sessions") == len(idle) + 1, timeout=20,
              what="the stored sessions to be counted", interval=0.1)
+    # Measured on disk with them: the file and its log, which only grow while the server runs.
+    path = Path(store.removeprefix("sqlite:"))
+    on_disk = sum(Path(str(path) + suffix).stat().st_size for suffix in ("", "-wal"))
+    assert 4096 <= server.metric("reactor_store_bytes") <= on_disk
     assert server.metric("reactor_store_activation_duration_seconds_count") == 0
 
     for counter in idle:

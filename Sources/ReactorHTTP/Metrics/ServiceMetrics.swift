@@ -73,6 +73,8 @@ final class ServiceMetrics: Sendable {
                                        "Requests for a stored session the store could not read because it is damaged (SQLite found a page malformed), answered 500 store-damaged.")
         let stored = registry.gauge("reactor_store_sessions",
                                     "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
+        let size = registry.gauge("reactor_store_bytes",
+                                  "Bytes the session store takes on disk: the SQLite file and its write-ahead log, or the PostgreSQL tables with their indexes (every node's sessions); measured with reactor_store_sessions.")
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -83,7 +85,8 @@ final class ServiceMetrics: Sendable {
             passivated: { passivations.increment() },
             incompatible: { incompatible.increment() },
             counted: { stored.set(to: Double($0)) },
-            damaged: { damaged.increment() })
+            damaged: { damaged.increment() },
+            measured: { size.set(to: Double($0)) })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

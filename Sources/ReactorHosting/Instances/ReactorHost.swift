@@ -275,12 +275,13 @@ package final class ReactorHost: Sendable {
         return deleted.count
     }
 
-    /// Counts the stored sessions and tells the store observer (for the metric); a store that
-    /// cannot be read is logged and left uncounted.
+    /// Counts the stored sessions and measures the store on disk, and tells the store observer
+    /// (for the metrics); a store that cannot be read is logged and left uncounted.
     package func countStoredSessions() {
         guard let store = configuration.store else { return }
         do {
             configuration.storeObserver.counted(try store.count())
+            if let bytes = try store.diskUsage() { configuration.storeObserver.measured(bytes) }
         } catch {
             logger.error("could not count the stored sessions", metadata: ["error": "\(error)"])
         }

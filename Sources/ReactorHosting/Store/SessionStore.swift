@@ -24,6 +24,10 @@ public protocol SessionStore: AnyObject, Sendable {
     /// it is asked for now and then, for a metric, never on a request's path.
     func count() throws(SessionStoreError) -> Int
 
+    /// How many bytes the store takes on disk (in a shared store, every node's sessions); nil
+    /// when it keeps nothing on disk. Asked for with ``count()``, for a metric.
+    func diskUsage() throws(SessionStoreError) -> Int?
+
     /// Deletes the sessions whose last activity is before `cutoff` (milliseconds since 1970)
     /// and that are not in `excluding` (sessions live in memory, which expire by their own clock).
     /// - Returns: the ids of the sessions deleted.
@@ -51,6 +55,9 @@ public protocol SessionStore: AnyObject, Sendable {
 extension SessionStore {
     /// A store of one process's own.
     public var isShared: Bool { false }
+
+    /// Nothing on disk.
+    public func diskUsage() throws(SessionStoreError) -> Int? { nil }
 
     /// A store of one process's own never loses a session to another.
     public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {}

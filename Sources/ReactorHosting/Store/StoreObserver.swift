@@ -16,6 +16,8 @@ package struct StoreObserver: Sendable {
     package var counted: @Sendable (_ sessions: Int) -> Void
     /// A stored session could not be read: the store is damaged.
     package var damaged: @Sendable () -> Void
+    /// The store was measured: it takes `bytes` on disk.
+    package var measured: @Sendable (_ bytes: Int) -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
@@ -24,7 +26,8 @@ package struct StoreObserver: Sendable {
                  passivated: @escaping @Sendable () -> Void = {},
                  incompatible: @escaping @Sendable () -> Void = {},
                  counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
-                 damaged: @escaping @Sendable () -> Void = {}) {
+                 damaged: @escaping @Sendable () -> Void = {},
+                 measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in }) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated
@@ -32,5 +35,6 @@ package struct StoreObserver: Sendable {
         self.incompatible = incompatible
         self.counted = counted
         self.damaged = damaged
+        self.measured = measured
     }
 }
