@@ -466,6 +466,21 @@ public final class PostgresSessionStore: SessionStore {
 
     /// When the leases were last renewed (monotonic nanoseconds).
     private let lastRenewal = Locked<UInt64>(DispatchTime.now().uptimeNanoseconds)
+    /// Why the last renewal (or, holding no lease, the last check that the database answers)
+    /// failed; nil once one succeeds.
+    private let lastRenewalError = Locked<SessionStoreError?>(nil)
+
+    /// The error of the last renewal of the leases (a check that the database answers, while
+    /// this node holds none), every `--lease-s` / 3; or, when none has succeeded for a whole
+    /// lease (a database that hangs), that.
+    public var outage: SessionStoreError? {
+        let since = DispatchTime.now().uptimeNanoseconds &- lastRenewal.withLock { $0 }
+        if since >= lease.nanoseconds {
+            return lastRenewalError.withLock { $0 }
+                ?? SessionStoreError(.unavailable, "\(location): no answer for \(since / 1_000_000_000) s")
+        }
+        return lastRenewalError.withLock { $0 }
+    }
 
     /// Extends this node's leases, and reports the sessions it finds claimed by another node (or
     /// all of them, once the database has been out of reach for a whole lease).
@@ -473,7 +488,18 @@ public final class PostgresSessionStore: SessionStore {
         let held = claims.withLock { $0 }
         let lost: Set<String>
         if held.isEmpty {
-            lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+            // Nothing to renew: a check that the database answers, for readiness.
+            let logger = self.logger
+            do {
+                _ = try renewer.run { connection in try connection.run("SELECT 1", logger: logger) }
+                if lastRenewalError.withLock({ $0 }) != nil { logger.notice("the database answers again") }
+                recordRenewal(failure: nil)
+            } catch {
+                if lastRenewalError.withLock({ $0 }) == nil {
+                    logger.warning("the database does not answer; this node reports itself not ready", metadata: ["error": "\(error)"])
+                }
+                recordRenewal(failure: error)
+            }
             return
         }
         let ids = Array(held.keys)
@@ -494,7 +520,7 @@ public final class PostgresSessionStore: SessionStore {
                     """, logger: logger).rows
                 return Set(try rows.map { try $0.decode(String.self) })
             }
-            lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+            recordRenewal(failure: nil)
             // Those no longer held at the epoch read above: claimed by another node (unless this
             // node claimed, released or deleted them again meanwhile).
             lost = claims.withLock { claims in
@@ -506,6 +532,7 @@ public final class PostgresSessionStore: SessionStore {
                 return lost
             }
         } catch {
+            recordRenewal(failure: error)
             let since = DispatchTime.now().uptimeNanoseconds &- lastRenewal.withLock { $0 }
             guard since >= self.lease.nanoseconds else {
                 logger.warning("could not renew the session leases; retrying", metadata: ["error": "\(error)"])
@@ -520,6 +547,12 @@ public final class PostgresSessionStore: SessionStore {
             }
         }
         if !lost.isEmpty, let handler = lostHandler.withLock({ $0 }) { handler(lost) }
+    }
+
+    /// Records how a renewal (or check) ended: a success moves the last renewal on.
+    private func recordRenewal(failure: SessionStoreError?) {
+        if failure == nil { lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds } }
+        lastRenewalError.withLock { $0 = failure }
     }
 }
 

@@ -326,13 +326,23 @@ def test_a_database_that_goes_away_gives_clear_errors_and_service_resumes_with_n
         assert reply.status == 200, reply
         acknowledged[instance_id] += 1
 
+    assert all(node.request("GET", "/readyz").status == 200 for node in cluster.nodes)
+
     cluster.postgres.pause()
+    # Every node finds out by itself, before any request needs the database, and says it is
+    # not ready (a proxy that probes /readyz then routes around it).
+    for node in cluster.nodes:
+        wait_until(lambda: is_problem(node.request("GET", "/readyz"), "not-ready"), 10,
+                   "each node to report itself not ready while the database is away")
     # Nothing hangs, and nothing is acknowledged that the store did not take.
     for instance_id in counters:
         reply = cluster.request("POST", f"/reactors/{instance_id}/actions", '"increase"', timeout=10)
         assert reply.status == 503 and is_problem(reply, "store-unavailable"), reply
         assert reply.header("Retry-After") is not None
     cluster.postgres.resume()
+    for node in cluster.nodes:
+        wait_until(lambda: node.request("GET", "/readyz").status == 200, 30,
+                   "each node to report itself ready once the database is back")
 
     for instance_id in counters:
         def accepted() -> bool:

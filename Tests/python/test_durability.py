@@ -394,15 +394,22 @@ def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_s
     directory = Path(tempfile.mkdtemp(prefix="reactor-full-"))
     store = f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=60"
     server = start_server("--counter-delay-ms", "0", store=store)
+    assert server.request("GET", "/readyz").json() == {"status": "ready"}
     created = []
     full = None
     while full is None and len(created) < 2000:
+        sent_at = time.monotonic()
         reply = server.request("POST", "/reactors", {"type": "todo"})
         if reply.status == 201:
             created.append(reply.json()["id"])
             continue
         full = reply
     assert full is not None and full.status == 503, full
+    # Not ready for the second after a failed commit (unless that second has passed already).
+    readiness = server.request("GET", "/readyz")
+    assert readiness.status == 503 or time.monotonic() - sent_at >= 1.0, readiness
+    if readiness.status == 503:
+        assert readiness.json()["type"].endswith(":not-ready") and readiness.header("Retry-After"), readiness
     assert full.header("Content-Type") == "application/problem+json"
     assert full.json()["type"].endswith("store-unavailable")
     assert full.header("Retry-After")

@@ -103,6 +103,13 @@ public final class ReactorService: Sendable {
         add(&router, .GET, "/healthz") { _, _ in
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ok"}"#.utf8)))
         }
+        add(&router, .GET, "/readyz") { _, _ in
+            if let reason = self.host.unreadiness {
+                return .now(Problem(status: 503, kind: "not-ready", title: "Not ready",
+                                    detail: "this server should not be sent new work now: \(reason)", retryAfter: 1).response)
+            }
+            return .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ready"}"#.utf8)))
+        }
         add(&router, .GET, "/metrics") { _, _ in
             self.metrics.instanceCount(self.table.count)
             self.metrics.streamCount(self.streamCount)

@@ -56,6 +56,16 @@ package final class ReactorHost: Sendable {
 
     /// Whether the host is handing its instances to other nodes (it is stopping).
     package var isHandingOff: Bool { handingOff.load(ordering: .relaxed) }
+
+    /// Why the host should not be sent new work now, in words; nil when it can take it. Not
+    /// ready: for a second after a commit failed (a full disk, a database gone), while a shared
+    /// store has not answered its last check, and while handing its instances over.
+    package var unreadiness: String? {
+        if isHandingOff { return "this node is handing its instances over to other nodes before it stops" }
+        if committer?.lastError != nil { return "the session store failed its last commit (the server's log says why)" }
+        if configuration.store?.outage != nil { return "the session store does not answer (the server's log says why)" }
+        return nil
+    }
     /// The ids of instances being handed over to another node, which this host does not take
     /// back meanwhile.
     private let leaving = Locked<Set<String>>([])

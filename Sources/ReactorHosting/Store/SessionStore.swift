@@ -36,6 +36,10 @@ public protocol SessionStore: AnyObject, Sendable {
     /// Commits nothing more and releases the store's resources.
     func close()
 
+    /// What keeps the store out of reach now (a shared database that has not answered this
+    /// process's last checks), nil while it answers. Cheap: for readiness probes.
+    var outage: SessionStoreError? { get }
+
     /// Whether other processes (nodes) share the store. Then a session is served by one node
     /// at a time, its owner: loading it claims it (or fails with
     /// ``SessionStoreError/Kind/ownedElsewhere`` and asks its owner to hand it over), a new
@@ -58,6 +62,9 @@ extension SessionStore {
 
     /// Nothing on disk.
     public func diskUsage() throws(SessionStoreError) -> Int? { nil }
+
+    /// A store in this process's own file system or memory: failures show in its commits.
+    public var outage: SessionStoreError? { nil }
 
     /// A store of one process's own never loses a session to another.
     public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {}
