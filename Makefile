@@ -7,11 +7,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ## What building and serving needs (`make run`).
 APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
-## What the tests need besides: postgresql and nginx serve the multi-node tests
-## (Tests/python/cluster.py), which start their own PostgreSQL and nginx on free ports as the test
-## user (a system cluster the package may start on 5432 is neither used nor disturbed); chromium
+## What the tests need besides: postgresql, nginx and haproxy serve the multi-node tests
+## (Tests/python/cluster.py), which start their own PostgreSQL, nginx and HAProxy on free ports as
+## the test user (a system cluster the package may start on 5432 is neither used nor disturbed,
+## and the haproxy package's own service listens nowhere as Debian configures it); chromium
 ## and chromium-driver run the inspector pages in Tests/python/test_inspector.py.
-TEST_APT_PACKAGES := python3-venv postgresql nginx chromium chromium-driver
+TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check

@@ -388,6 +388,76 @@ class Nginx:
             stop_process(self.process, signal.SIGTERM)
 
 
+HAPROXY_CFG = REPO_ROOT / "docker" / "haproxy.cfg"
+HAPROXY_MARKER = re.compile(r"^(?P<indent>\s*)(?P<directive>[^#]*?)\s*# cluster\.py: (?P<key>\w+)\b.*$")
+
+
+def render_haproxy_cfg(text: str, *, listen_port: int, node_ports: list[int], served_by_header: bool) -> str:
+    """docker/haproxy.cfg for 127.0.0.1: the line marked `# cluster.py: bind` listens on
+    `listen_port`, and each backend's servers marked `# cluster.py: servers` become node1..N on
+    `node_ports`. With `served_by_header`, each answer names the node that gave it in
+    `X-Served-By` (for the tests). Everything else is kept as written."""
+    output: list[str] = []
+    seen: set[str] = set()
+    servers_written = False
+    for line in text.splitlines():
+        match = HAPROXY_MARKER.match(line)
+        if match is None:
+            servers_written = servers_written and line.strip().startswith("server ")
+            output.append(line)
+            continue
+        indent, key = match["indent"], match["key"]
+        seen.add(key)
+        if key == "bind":
+            output.append(f"{indent}bind 127.0.0.1:{listen_port}")
+        elif key == "servers":
+            if not servers_written:
+                if served_by_header:
+                    output.append(f"{indent}http-response set-header X-Served-By %s")
+                for index, port in enumerate(node_ports):
+                    output.append(f"{indent}server node{index + 1} 127.0.0.1:{port}")
+                servers_written = True
+        else:
+            raise ClusterError(f"{HAPROXY_CFG}: unknown marker {key!r}")
+    if seen != {"bind", "servers"}:
+        raise ClusterError(f"{HAPROXY_CFG}: the lines marked cluster.py: bind and servers are needed")
+    return "\n".join(output) + "\n"
+
+
+class HAProxy:
+    """HAProxy in the foreground with docker/haproxy.cfg rendered for 127.0.0.1."""
+
+    def __init__(self, directory: Path, node_ports: list[int], served_by_header: bool = True) -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        self.port = free_ports(1)[0]
+        self.config = directory / "haproxy.cfg"
+        self.config.write_text(render_haproxy_cfg(HAPROXY_CFG.read_text(), listen_port=self.port,
+                                                  node_ports=node_ports, served_by_header=served_by_header))
+        self.log = directory / "haproxy.log"
+        self.process: subprocess.Popen | None = None
+
+    def test(self) -> subprocess.CompletedProcess:
+        """`haproxy -c` on the rendered configuration."""
+        return subprocess.run([self.binary, "-c", "-f", str(self.config)], capture_output=True, text=True, timeout=30)
+
+    def start(self) -> None:
+        with open(self.log, "w") as out:
+            # -db: in the foreground; -W: master-worker, so SIGTERM stops it whole.
+            self.process = subprocess.Popen([self.binary, "-W", "-db", "-f", str(self.config)], stdout=out,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: port_open(self.port), READY_TIMEOUT, "haproxy listening",
+                       alive=lambda: self.process.poll() is None)
+        except ClusterError as error:
+            raise ClusterError(f"{error}\n{tail(self.log)}") from None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process, signal.SIGTERM)
+
+
 # The cluster ----------------------------------------------------------------------------------
 
 class Cluster:
