@@ -14,7 +14,7 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from cluster import render_nginx_conf
+from cluster import render_haproxy_cfg, render_nginx_conf
 from conftest import REPO_ROOT
 
 DOCKER = REPO_ROOT / "docker"
@@ -343,6 +343,43 @@ def test_the_harness_changes_only_the_marked_lines_of_nginx_conf(tmp_path):
     result = subprocess.run(["nginx", "-t", "-e", str(tmp_path / "error.log"), "-p", f"{tmp_path}/",
                              "-c", str(tmp_path / "nginx.conf")], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
+
+
+def test_cluster_haproxy_serves_its_config_on_8081_when_asked_for():
+    haproxy = _cluster_compose()["services"]["haproxy"]
+    assert haproxy["image"].startswith("haproxy:")
+    assert haproxy["profiles"] == ["haproxy"]
+    assert "8081:8080" in haproxy["ports"]
+    assert {"type": "bind", "source": "./haproxy.cfg", "target": "/usr/local/etc/haproxy/haproxy.cfg",
+            "read_only": True} in haproxy["volumes"]
+    assert set(haproxy["depends_on"]) == set(NODES)
+
+
+def test_haproxy_cfg_names_the_cluster_nodes_routes_by_instance_id_and_checks_readiness():
+    lines = [re.sub(r"#.*", "", line).strip() for line in (DOCKER / "haproxy.cfg").read_text().splitlines()]
+    lines = [line for line in lines if line]
+    node_port = _environment(_cluster_compose()["services"]["node1"]).get("PORT", "8080")
+    servers = [line.split()[1:3] for line in lines if line.startswith("server ")]
+    assert servers == [[name, f"{name}:{node_port}"] for name in NODES] * 2
+    assert "balance hash path,field(3,/)" in lines and "hash-type consistent" in lines
+    assert lines.count("option httpchk GET /readyz") == 2
+    assert "http-request disable-l7-retry unless METH_GET || METH_HEAD" in lines, "a POST must never be sent twice"
+    assert "bind :8080" in lines
+
+
+def test_the_harness_changes_only_the_marked_lines_of_haproxy_cfg(tmp_path):
+    original = (DOCKER / "haproxy.cfg").read_text()
+    rendered = render_haproxy_cfg(original, listen_port=18080, node_ports=[18081, 18082, 18083],
+                                  served_by_header=False)
+    kept = iter(rendered.splitlines())
+    for line in original.splitlines():
+        if "# cluster.py:" not in line:
+            assert line in kept, f"lost or moved: {line!r}"
+    assert rendered.count("\n    server node") == 6 and rendered.count("127.0.0.1:1808") == 7
+    (tmp_path / "haproxy.cfg").write_text(rendered)
+    result = subprocess.run(["haproxy", "-c", "-f", str(tmp_path / "haproxy.cfg")], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 # hadolint, the user, the health check and the backtracer ----------------------------------------

@@ -66,6 +66,7 @@ package final class ReactorHost: Sendable {
         if configuration.store?.outage != nil { return "the session store does not answer (the server's log says why)" }
         return nil
     }
+
     /// The ids of instances being handed over to another node, which this host does not take
     /// back meanwhile.
     private let leaving = Locked<Set<String>>([])
