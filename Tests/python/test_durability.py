@@ -296,11 +296,13 @@ def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
-def damage_page_holding(path: str, instance_id: str, table: str, spare: str) -> tuple[int, bytes]:
-    """Overwrites the header of the page of `table` that holds `instance_id` (and not `spare`)
-    with bytes no B-tree page starts with, as a failing disk would. Returns the page's number
-    and its damaged bytes."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+def damage_page_holding(path: str, instance_id: str, table: str, others: list[str]) -> tuple[int, bytes, str]:
+    """Overwrites the header of the leaf page of `table` that holds `instance_id` with bytes no
+    B-tree page starts with, as a failing disk would. Returns the page's number, its damaged
+    bytes, and one of `others` kept on another page. The store must not be open: its
+    write-ahead log is first folded into the file, so that the file's pages are the ones read."""
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
         pages = [row[0] for row in connection.execute(
             "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
@@ -308,12 +310,15 @@ def damage_page_holding(path: str, instance_id: str, table: str, spare: str) -> 
         for number in pages:
             file.seek((number - 1) * page_size)
             content = file.read(page_size)
-            if instance_id.encode() in content and spare.encode() not in content:
-                damaged = b"\xff" * 12 + content[12:]
-                file.seek((number - 1) * page_size)
-                file.write(damaged)
-                return number, damaged
-    pytest.fail(f"no leaf page of {table} holds the instance alone among {len(pages)}")
+            if instance_id.encode() not in content:
+                continue
+            spare = next((other for other in others if other.encode() not in content), None)
+            assert spare is not None, f"every session is on the leaf page of {table} that holds the instance"
+            damaged = b"\xff" * 12 + content[12:]
+            file.seek((number - 1) * page_size)
+            file.write(damaged)
+            return number, damaged, spare
+    pytest.fail(f"none of the {len(pages)} leaf pages of {table} holds the instance")
 
 
 def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_serve_on(start_server):
@@ -324,9 +329,9 @@ def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_
     first = start_server("--counter-delay-ms", "0", store=store)
     # Enough sessions for the sessions table to span several pages.
     counters = [first.create("counter")["id"] for _ in range(150)]
-    assert first.stop() == 0  # the last connection to close folds the log into the file
-    victim, spare = counters[0], counters[-1]
-    page, damaged = damage_page_holding(path, victim, "sessions", spare)
+    assert first.stop() == 0
+    victim = counters[0]
+    page, damaged, spare = damage_page_holding(path, victim, "sessions", counters[1:])
 
     server = start_server("--counter-delay-ms", "0", store=store)
     for method, route, body in [("GET", "", None), ("POST", "/actions", '"increase"'), ("GET", "/events", None)]:
