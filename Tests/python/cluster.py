@@ -395,8 +395,9 @@ HAPROXY_MARKER = re.compile(r"^(?P<indent>\s*)(?P<directive>[^#]*?)\s*# cluster\
 def render_haproxy_cfg(text: str, *, listen_port: int, node_ports: list[int], served_by_header: bool) -> str:
     """docker/haproxy.cfg for 127.0.0.1: the line marked `# cluster.py: bind` listens on
     `listen_port`, and each backend's servers marked `# cluster.py: servers` become node1..N on
-    `node_ports`. With `served_by_header`, each answer names the node that gave it in
-    `X-Served-By` (for the tests). Everything else is kept as written."""
+    `node_ports`, with the first line's parameters (its node's name in them changed for each).
+    With `served_by_header`, each answer names the node that gave it in `X-Served-By` (for the
+    tests). Everything else is kept as written."""
     output: list[str] = []
     seen: set[str] = set()
     servers_written = False
@@ -414,8 +415,11 @@ def render_haproxy_cfg(text: str, *, listen_port: int, node_ports: list[int], se
             if not servers_written:
                 if served_by_header:
                     output.append(f"{indent}http-response set-header X-Served-By %s")
+                _, first_name, _, *parameters = match["directive"].split()
                 for index, port in enumerate(node_ports):
-                    output.append(f"{indent}server node{index + 1} 127.0.0.1:{port}")
+                    name = f"node{index + 1}"
+                    tail = " ".join(word.replace(first_name, name) for word in parameters)
+                    output.append(f"{indent}server {name} 127.0.0.1:{port} {tail}".rstrip())
                 servers_written = True
         else:
             raise ClusterError(f"{HAPROXY_CFG}: unknown marker {key!r}")

@@ -362,7 +362,9 @@ def test_haproxy_cfg_names_the_cluster_nodes_routes_by_instance_id_and_checks_re
     servers = [line.split()[1:3] for line in lines if line.startswith("server ")]
     assert servers == [[name, f"{name}:{node_port}"] for name in NODES] * 2
     assert "balance hash path,field(3,/)" in lines and "hash-type consistent" in lines
-    assert lines.count("option httpchk GET /readyz") == 2
+    assert lines.count("option httpchk GET /readyz") == 1
+    tracked = [line.split()[-1] for line in lines if line.startswith("server ") and "track" in line]
+    assert tracked == [f"by_instance/{name}" for name in NODES], "any_node follows by_instance's checks"
     assert "http-request disable-l7-retry unless METH_GET || METH_HEAD" in lines, "a POST must never be sent twice"
     assert "bind :8080" in lines
 
