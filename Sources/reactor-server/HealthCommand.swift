@@ -2,14 +2,15 @@ import ArgumentParser
 import Foundation
 import Glibc
 
-/// `reactor-server health`: asks the running server's `/healthz` and exits 0 when it answers 200,
-/// 1 otherwise: a container health check that needs neither curl nor the port. The server
-/// writes the address it listens on to `--address-file` (ADDRESS_FILE) once it listens, so
-/// the check follows a port set by `--port` as well as by `PORT`.
+/// `reactor-server health`: asks the running server's `/healthz` (with `--ready`, its `/readyz`)
+/// and exits 0 when it answers 200, 1 otherwise: a container health check that needs neither
+/// curl nor the port. The server writes the address it listens on to `--address-file`
+/// (ADDRESS_FILE) once it listens, so the check follows a port set by `--port` as well as by
+/// `PORT`.
 struct HealthCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
-        abstract: "Checks the running server's /healthz: exit status 0 when it answers 200, 1 otherwise.",
+        abstract: "Checks the running server's /healthz (or /readyz): exit status 0 when it answers 200, 1 otherwise.",
         discussion: "The server must run with --address-file (ADDRESS_FILE); the check reads the address from the same file."
     )
 
@@ -18,6 +19,9 @@ struct HealthCommand: ParsableCommand {
 
     @Option(help: "Seconds to wait for the answer.")
     var timeoutS: Int = 3
+
+    @Flag(help: "Ask /readyz instead: whether the server should be sent new work (its session store answers).")
+    var ready = false
 
     func run() throws {
         guard !addressFile.isEmpty else {
@@ -28,12 +32,14 @@ struct HealthCommand: ParsableCommand {
             print("unhealthy: no server address in \(addressFile)")
             throw ExitCode(1)
         }
-        let status = address.healthStatus(timeoutSeconds: max(1, timeoutS))
+        let path = ready ? "/readyz" : "/healthz"
+        let (good, bad) = ready ? ("ready", "not ready") : ("healthy", "unhealthy")
+        let status = address.status(of: path, timeoutSeconds: max(1, timeoutS))
         guard status == 200 else {
-            print("unhealthy: \(address.url)/healthz " + (status.map { "answered \($0)" } ?? "did not answer"))
+            print("\(bad): \(address.url)\(path) " + (status.map { "answered \($0)" } ?? "did not answer"))
             throw ExitCode(1)
         }
-        print("healthy: \(address.url)/healthz answered 200")
+        print("\(good): \(address.url)\(path) answered 200")
     }
 }
 
@@ -70,8 +76,8 @@ struct ListenAddress {
         }
     }
 
-    /// The status of `GET /healthz`, nil when there is no answer within the timeout.
-    func healthStatus(timeoutSeconds: Int) -> Int? {
+    /// The status of `GET path`, nil when there is no answer within the timeout.
+    func status(of path: String, timeoutSeconds: Int) -> Int? {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
@@ -87,7 +93,7 @@ struct ListenAddress {
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             guard connect(socket, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 else { continue }
-            let request = Array("GET /healthz HTTP/1.1\r\nHost: \(connectHost)\r\nConnection: close\r\n\r\n".utf8)
+            let request = Array("GET \(path) HTTP/1.1\r\nHost: \(connectHost)\r\nConnection: close\r\n\r\n".utf8)
             guard request.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
                 continue
             }

@@ -26,6 +26,8 @@ def test_health_follows_the_port_the_flag_set(start_server, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"127.0.0.1:{server.port}/healthz answered 200" in result.stdout
     assert health(env={"ADDRESS_FILE": str(address_file)}).returncode == 0
+    ready = health("--ready", env={"ADDRESS_FILE": str(address_file)})
+    assert ready.returncode == 0 and f"ready: http://127.0.0.1:{server.port}/readyz answered 200" in ready.stdout, ready.stdout
 
 
 def test_address_file_from_the_environment_and_removed_on_stop(start_server, tmp_path):
@@ -47,5 +49,7 @@ def test_unhealthy_when_nothing_answers(tmp_path):
     address_file.write_text(f"http://127.0.0.1:{port}\n")
     result = health("--address-file", str(address_file))
     assert result.returncode == 1 and "did not answer" in result.stdout, result.stdout + result.stderr
+    result = health("--ready", "--address-file", str(address_file))
+    assert result.returncode == 1 and f"not ready: http://127.0.0.1:{port}/readyz did not answer" in result.stdout, result.stdout
     # Without a file to read, the check cannot know the address.
     assert health().returncode != 0
