@@ -145,13 +145,16 @@ package final class ReactorHost: Sendable {
     }
 
     /// The instance with this id: in memory, or activated from the store. `nil` when there is none.
-    package func instance(id: String) throws(HostingError) -> (any HostedInstance)? {
+    /// - Parameter toDelete: the caller deletes a stored session that does not decode, so the
+    ///   claim its loading took is kept for that (see ``delete(id:)``).
+    package func instance(id: String, toDelete: Bool = false) throws(HostingError) -> (any HostedInstance)? {
         guard let key = InstanceKey(id) else { return nil }
-        return try instance(key: key, id: id)
+        return try instance(key: key, id: id, toDelete: toDelete)
     }
 
     /// The instance whose id has this key (`id` spells it): in memory, or activated from the store.
-    package func instance(key: InstanceKey, id: @autoclosure () -> String) throws(HostingError) -> (any HostedInstance)? {
+    package func instance(key: InstanceKey, id: @autoclosure () -> String,
+                          toDelete: Bool = false) throws(HostingError) -> (any HostedInstance)? {
         if let live = table.instance(key: key) { return live }
         guard configuration.store != nil else { return nil }
         // Leaving: another node is to claim it.
@@ -170,7 +173,7 @@ package final class ReactorHost: Sendable {
         }
         guard leads else {
             activation.wait()
-            return try instance(key: key, id: id)
+            return try instance(key: key, id: id, toDelete: toDelete)
         }
         defer {
             activations.withLock { $0[key] = nil }
@@ -178,11 +181,11 @@ package final class ReactorHost: Sendable {
         }
         // Activated by the one before, which ended just before this one began.
         if let live = table.instance(key: key) { return live }
-        return try activate(key: key, id: id)
+        return try activate(key: key, id: id, toDelete: toDelete)
     }
 
     /// Loads the session with this id from the store and puts its instance in the table.
-    private func activate(key: InstanceKey, id: String) throws(HostingError) -> (any HostedInstance)? {
+    private func activate(key: InstanceKey, id: String, toDelete: Bool) throws(HostingError) -> (any HostedInstance)? {
         guard let store = configuration.store else { return nil }
         let started = DispatchTime.now().uptimeNanoseconds
         let stored: StoredSession?
@@ -215,8 +218,9 @@ package final class ReactorHost: Sendable {
                 logger.error("a stored session no longer decodes as its type; it is kept unchanged and not served",
                              metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
                 // Loading it claimed it (a shared store): let it go at once, so that a node whose
-                // build does decode it (the next one of a rolling deploy) need not wait out the lease.
-                committer?.enqueue(.release(id: id))
+                // build does decode it (the next one of a rolling deploy) need not wait out the
+                // lease; unless it is to be deleted, which takes the claim.
+                if !toDelete { committer?.enqueue(.release(id: id)) }
             }
             throw error
         }
@@ -234,7 +238,7 @@ package final class ReactorHost: Sendable {
     package func delete(id: String) throws(HostingError) -> CommitTicket?? {
         let found: (any HostedInstance)?
         do {
-            found = try instance(id: id)
+            found = try instance(id: id, toDelete: true)
         } catch {
             guard case .storedSessionIncompatible = error, let committer else { throw error }
             // Stored but not servable by this build: its owner may still delete it, and nothing
