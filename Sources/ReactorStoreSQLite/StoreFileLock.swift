@@ -46,10 +46,16 @@ final class StoreFileLock: Sendable {
     }
 
     /// Lets go of the lock (once; later calls do nothing).
+    ///
+    /// Unlocked before the descriptor is closed: a process this one is starting meanwhile (a
+    /// test runner spawning servers, an application embedding the store) holds a copy of the
+    /// descriptor until it executes its program, and a close alone would leave the lock held
+    /// through that copy.
     func release() {
         descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return }
-            close(descriptor)  // closing the only descriptor of the open file ends its flock
+            flock(descriptor, LOCK_UN)
+            close(descriptor)
             descriptor = -1
         }
     }

@@ -34,6 +34,25 @@ import Testing
         #expect(try second.load(id: "a") != nil)
     }
 
+    @Test func closingLetsGoOfTheStoreThoughAChildProcessHoldsACopyOfItsLock() throws {
+        let first = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        // A process started meanwhile holds a copy of every descriptor until it executes its
+        // program: this child never does, for 0.3 s (it calls only what is safe after fork).
+        let child = fork()
+        if child == 0 {
+            usleep(300_000)
+            _exit(0)
+        }
+        #expect(child > 0)
+        defer {
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+        first.close()
+        let second = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        second.close()
+    }
+
     @Test func idempotencyKeysOutliveTheirActionsAndLeaveWithTheWindowOrTheSession() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)
