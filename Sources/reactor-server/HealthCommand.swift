@@ -27,13 +27,13 @@ struct HealthCommand: ParsableCommand {
         guard !addressFile.isEmpty else {
             throw ValidationError("--address-file (ADDRESS_FILE) names no file: the server's address is unknown")
         }
-        guard let text = try? String(contentsOfFile: addressFile, encoding: .utf8),
-              let address = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            print("unhealthy: no server address in \(addressFile)")
-            throw ExitCode(1)
-        }
         let path = ready ? "/readyz" : "/healthz"
         let (good, bad) = ready ? ("ready", "not ready") : ("healthy", "unhealthy")
+        guard let text = try? String(contentsOfFile: addressFile, encoding: .utf8),
+              let address = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            print("\(bad): no server address in \(addressFile)")
+            throw ExitCode(1)
+        }
         let status = address.status(of: path, timeoutSeconds: max(1, timeoutS))
         guard status == 200 else {
             print("\(bad): \(address.url)\(path) " + (status.map { "answered \($0)" } ?? "did not answer"))

@@ -38,6 +38,8 @@ def test_address_file_from_the_environment_and_removed_on_stop(start_server, tmp
     assert not address_file.exists()
     result = health("--address-file", str(address_file))
     assert result.returncode == 1 and "unhealthy" in result.stdout, result.stdout + result.stderr
+    result = health("--ready", "--address-file", str(address_file))
+    assert result.returncode == 1 and result.stdout.startswith("not ready: no server address in"), result.stdout
 
 
 def test_unhealthy_when_nothing_answers(tmp_path):
