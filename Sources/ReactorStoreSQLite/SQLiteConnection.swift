@@ -8,10 +8,13 @@ final class SQLiteConnection {
     let path: String
     private var statements: [String: OpaquePointer] = [:]
 
-    /// Opens `path` (creating the file when `create`); nothing is written yet.
-    init(path: String, create: Bool) throws(SessionStoreError) {
+    /// Opens `path` (creating the file when `create`); nothing is written yet. A `readOnly`
+    /// connection never writes the database, not even the checkpoint the last connection to a
+    /// file otherwise runs when it closes.
+    init(path: String, create: Bool, readOnly: Bool = false) throws(SessionStoreError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
+        let flags = access | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(status))

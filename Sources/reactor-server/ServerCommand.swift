@@ -18,7 +18,7 @@ struct ReactorServerCommand: AsyncParsableCommand {
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
         version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))",
-        subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self],
+        subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self, CheckCommand.self],
         defaultSubcommand: ServerCommand.self
     )
 }

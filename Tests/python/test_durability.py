@@ -329,9 +329,18 @@ def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_
     first = start_server("--counter-delay-ms", "0", store=store)
     # Enough sessions for the sessions table to span several pages.
     counters = [first.create("counter")["id"] for _ in range(150)]
+    whole = subprocess.run([str(server_binary()), "check", "--store", store], capture_output=True, text=True, timeout=60)
+    assert whole.returncode == 0, whole.stdout + whole.stderr  # beside the server serving it
+    assert whole.stdout.strip() == f"whole: {path} holds 150 sessions and passed SQLite's integrity check"
     assert first.stop() == 0
     victim = counters[0]
     page, damaged, spare = damage_page_holding(path, victim, "sessions", counters[1:])
+    # The check finds it, and writes nothing.
+    found = subprocess.run([str(server_binary()), "check", "--store", store], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert found.stdout.startswith(f"damaged: {path}") and "\n  sessions: " in found.stdout, found.stdout
+    assert "\n  history: " not in found.stdout and "\n  journal: " not in found.stdout
+    assert victim not in found.stdout
 
     server = start_server("--counter-delay-ms", "0", store=store)
     for method, route, body in [("GET", "", None), ("POST", "/actions", '"increase"'), ("GET", "/events", None)]:
@@ -530,6 +539,8 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
     taken = subprocess.run([str(server_binary()), "backup", "--store", store, str(backup)],
                            capture_output=True, text=True, timeout=60)
     assert taken.returncode == 0, taken.stderr
+    checked = subprocess.run([str(server_binary()), "check", str(backup)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and "holds 3 sessions and passed" in checked.stdout, checked.stdout + checked.stderr
     for counter in counters:
         assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
     later = {counter: state_of(server, counter) for counter in counters}
