@@ -557,12 +557,15 @@ public final class SQLiteSessionStore: SessionStore {
 
     /// How many sessions are stored.
     public func count() throws(SessionStoreError) -> Int {
-        try reading { connection throws(SessionStoreError) -> Int in
-            let statement = try connection.statement("SELECT count(*) FROM sessions")
-            defer { statement.reset() }
-            _ = try statement.next()
-            return Int(statement.int64(0))
-        }
+        try reading { connection throws(SessionStoreError) -> Int in try Self.countSessions(on: connection) }
+    }
+
+    /// How many sessions the store open on `connection` holds (a store's, a backup's or a copy's).
+    static func countSessions(on connection: SQLiteConnection) throws(SessionStoreError) -> Int {
+        let statement = try connection.statement("SELECT count(*) FROM sessions")
+        defer { statement.reset() }
+        _ = try statement.next()
+        return Int(statement.int64(0))
     }
 
     /// The database file and its write-ahead log (its index file, `-shm`, is a mapping in memory

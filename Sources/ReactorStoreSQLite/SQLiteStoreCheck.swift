@@ -26,18 +26,13 @@ public enum SQLiteStoreCheck {
     /// - Throws: ``SessionStoreError`` when the file is missing, is not a session store, or
     ///   cannot be read at all.
     public static func check(_ path: String) throws(SessionStoreError) -> Report {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw SessionStoreError(.unavailable, "there is no session store at \(path)")
-        }
-        let connection = try SQLiteConnection(path: path, create: false, readOnly: true)
-        try SQLiteSessionStore.checkSchema(connection, allowingEmpty: false)
+        let connection = try StoreFileCopy.openStore(path, readOnly: true)
         var problems: [String] = []
         for table in try tables(connection) where problems.count < problemLimit {
             problems += findings(in: table, on: connection).prefix(problemLimit - problems.count)
         }
-        let count = try? connection.statement("SELECT count(*) FROM sessions")
-        defer { count?.reset() }
-        let sessions = (try? count?.next()) == true ? count.map { Int($0.int64(0)) } : nil
+        // A damaged store may not be countable.
+        let sessions = try? SQLiteSessionStore.countSessions(on: connection)
         return Report(problems: problems, sessions: sessions)
     }
 

@@ -12,12 +12,13 @@ import ReactorHosting
 /// them: opened as the session store it must be, copied with `VACUUM INTO` (one read
 /// transaction, compacted, write-ahead log included), checked, and synced to disk.
 enum StoreFileCopy {
-    /// Opens the store at `source`, refusing a missing file or one that is not a session store.
-    static func openStore(_ source: String) throws(SessionStoreError) -> SQLiteConnection {
+    /// Opens the store at `source` (only to read it when `readOnly`), refusing a missing file or
+    /// one that is not a session store.
+    static func openStore(_ source: String, readOnly: Bool = false) throws(SessionStoreError) -> SQLiteConnection {
         guard FileManager.default.fileExists(atPath: source) else {
             throw SessionStoreError(.unavailable, "there is no session store at \(source)")
         }
-        let store = try SQLiteConnection(path: source, create: false)
+        let store = try SQLiteConnection(path: source, create: false, readOnly: readOnly)
         try SQLiteSessionStore.checkSchema(store, allowingEmpty: false)
         return store
     }
@@ -54,10 +55,7 @@ enum StoreFileCopy {
         guard try check.next(), check.text(0) == "ok" else {
             throw SessionStoreError(.corrupt, "the copy at \(path) did not pass SQLite's check: \(check.text(0))")
         }
-        let count = try copy.statement("SELECT count(*) FROM sessions")
-        defer { count.reset() }
-        _ = try count.next()
-        return Int(count.int64(0))
+        return try SQLiteSessionStore.countSessions(on: copy)
     }
 
     /// Syncs the file or directory at `path` to disk.
