@@ -162,6 +162,9 @@ public final class PostgresSessionStore: SessionStore {
             started_through bigint NOT NULL, last_activity bigint NOT NULL,
             owner text, epoch bigint NOT NULL, lease_until timestamptz)
         """,
+        // Added after the first schema; the schema number stays (see `StoredSession.publishedAhead`:
+        // a build without the column never sets it, and reads and writes the table as before).
+        "ALTER TABLE reactor_sessions ADD COLUMN IF NOT EXISTS published_ahead boolean NOT NULL DEFAULT false",
         """
         CREATE TABLE IF NOT EXISTS reactor_history(
             id text NOT NULL, first_version bigint NOT NULL, last_version bigint NOT NULL, versions bytea NOT NULL,
@@ -214,7 +217,7 @@ public final class PostgresSessionStore: SessionStore {
     private func apply(_ batch: SessionBatch, on connection: PostgresConnection) throws -> BatchOutcome {
         var outcome = BatchOutcome()
         var created: Set<String> = []
-        for case .create(let id, _, _, _) in batch.writes { created.insert(id) }
+        for case .create(let id, _, _, _, _) in batch.writes { created.insert(id) }
         let fenced = Array(batch.sessionIDs.subtracting(created))
         // The epoch of each existing session the batch writes, its row locked until the commit,
         // so that no other node can claim it in between.
@@ -243,12 +246,13 @@ public final class PostgresSessionStore: SessionStore {
         }
         for write in batch.writes where !outcome.stale.contains(write.instanceID) {
             switch write {
-            case .create(let id, let type, let state, let lastActivity):
+            case .create(let id, let type, let state, let lastActivity, let publishingAhead):
                 let chunk = HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)])
                 // Unclaimed: the node the proxy routes its id to claims it on its first request.
                 _ = send("""
-                    INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until)
-                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL)
+                    INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
+                        published_ahead)
+                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL, \(publishingAhead))
                     """)
                 _ = send("""
                     INSERT INTO reactor_history(id, first_version, last_version, versions)
@@ -308,9 +312,12 @@ public final class PostgresSessionStore: SessionStore {
                 outcome.released.insert(id)
             case .release(let id):
                 guard sessionExists(id) else { continue }
-                _ = send("UPDATE reactor_sessions SET owner = NULL, lease_until = NULL WHERE id = \(id)")
+                _ = send("UPDATE reactor_sessions SET owner = NULL, lease_until = NULL, published_ahead = false WHERE id = \(id)")
                 outcome.released.insert(id)
                 outcome.claimed[id] = nil
+            case .publishingAhead(let id):
+                guard sessionExists(id) else { continue }
+                _ = send("UPDATE reactor_sessions SET published_ahead = true WHERE id = \(id)")
             }
         }
         // Every result is awaited, so that an error anywhere fails the batch (after an error,
@@ -366,7 +373,7 @@ public final class PostgresSessionStore: SessionStore {
                 let claim = connection.query("""
                     UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
                     WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
-                    RETURNING type, version, state, started_through, last_activity, epoch
+                    RETURNING type, version, state, started_through, last_activity, epoch, published_ahead
                     """, logger: logger)
                 let history = connection.query("SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
                                                logger: logger)
@@ -385,11 +392,11 @@ public final class PostgresSessionStore: SessionStore {
                     return found.isEmpty ? .some(nil) : nil
                 }
                 try connection.run("COMMIT", logger: logger)
-                let (type, version, state, startedThrough, lastActivity, epoch)
-                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64).self)
+                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead)
+                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool).self)
                 var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
                                            startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
-                                           history: [], pendingActions: [])
+                                           history: [], pendingActions: [], publishedAhead: publishedAhead)
                 var versions: [SessionBatch.Version] = []
                 for historyRow in historyRows {
                     let bytes = try historyRow.decode(ByteBuffer.self)

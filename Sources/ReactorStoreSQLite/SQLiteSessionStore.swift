@@ -72,7 +72,8 @@ public final class SQLiteSessionStore: SessionStore {
             INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '\(Self.schemaVersion)');
             CREATE TABLE IF NOT EXISTS sessions(
                 id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
-                started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL) WITHOUT ROWID;
+                started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL,
+                published_ahead INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
                 versions BLOB NOT NULL,
@@ -87,8 +88,14 @@ public final class SQLiteSessionStore: SessionStore {
                 row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
                 last_version INTEGER NOT NULL, versions BLOB NOT NULL);
             UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
-            COMMIT;
             """)
+        do throws(SessionStoreError) {
+            try Self.addPublishedAhead(writer)
+            try writer.execute("COMMIT")
+        } catch {
+            try? writer.execute("ROLLBACK")
+            throw error
+        }
         journal = Locked(try Self.readJournal(writer))
         checkpointer = try WALCheckpointer(path: path)
         self.writer = Locked(writer)
@@ -98,6 +105,19 @@ public final class SQLiteSessionStore: SessionStore {
 
     deinit {
         checkpointer.stop()
+    }
+
+    /// Adds the sessions' `published_ahead` column to a store made before it existed (the schema
+    /// number stays: a build without it reads and writes such a store as before, and never sets
+    /// the column; its default is the one such a build's sessions need, see
+    /// ``StoredSession/publishedAhead``).
+    private static func addPublishedAhead(_ connection: SQLiteConnection) throws(SessionStoreError) {
+        let column = try connection.statement("SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'published_ahead'")
+        let present = try column.next() && column.int64(0) == 1
+        column.reset()
+        if !present {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN published_ahead INTEGER NOT NULL DEFAULT 0")
+        }
     }
 
     /// Makes the directory holding the store at `path` when it is missing, its owner's only
@@ -242,14 +262,16 @@ public final class SQLiteSessionStore: SessionStore {
         }
         for write in batch.writes {
             switch write {
-            case .create(let id, let type, let state, let lastActivity):
+            case .create(let id, let type, let state, let lastActivity, let publishingAhead):
                 let session = try connection.statement("""
-                    INSERT INTO sessions(id, type, version, state, started_through, last_activity) VALUES (?, ?, 0, ?, 0, ?)
+                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead)
+                    VALUES (?, ?, 0, ?, 0, ?, ?)
                     """)
                 session.bind(1, id)
                 session.bind(2, type)
                 session.bind(3, blob: state)
                 session.bind(4, lastActivity)
+                session.bind(5, Int64(publishingAhead ? 1 : 0))
                 try session.run()
                 exists[id] = true
                 try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
@@ -305,9 +327,15 @@ public final class SQLiteSessionStore: SessionStore {
                 try delete(id: id, on: connection)
                 settled.append(id)
                 exists[id] = false
-            case .release:
-                // One process owns the file: nothing to hand over.
-                break
+            case .release(let id):
+                // One process owns the file: nothing to hand over; what it showed is committed.
+                let statement = try connection.statement("UPDATE sessions SET published_ahead = 0 WHERE id = ? AND published_ahead <> 0")
+                statement.bind(1, id)
+                try statement.run()
+            case .publishingAhead(let id):
+                let statement = try connection.statement("UPDATE sessions SET published_ahead = 1 WHERE id = ?")
+                statement.bind(1, id)
+                try statement.run()
             }
         }
         return stale
@@ -484,14 +512,14 @@ public final class SQLiteSessionStore: SessionStore {
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
             let session = try connection.statement("""
-                SELECT type, version, state, started_through, last_activity FROM sessions WHERE id = ?
+                SELECT type, version, state, started_through, last_activity, published_ahead FROM sessions WHERE id = ?
                 """)
             session.bind(1, id)
             defer { session.reset() }
             guard try session.next() else { return nil }
             var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
                                        startedThrough: session.uint64(3), lastActivity: session.int64(4),
-                                       history: [], pendingActions: [])
+                                       history: [], pendingActions: [], publishedAhead: session.int64(5) != 0)
             let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
             var entries: [SessionBatch.Version] = []

@@ -241,7 +241,7 @@ import Testing
         // A request activates the session after the host listed what is in memory, while the
         // store is deleting the sessions idle since before the cutoff.
         let hostReference = Locked<ReactorHost?>(nil)
-        let racing = ActivatingDuringExpiry(store) { _ = try? hostReference.withLock { $0 }?.instance(id: id) }
+        let racing = HookedStore(store, beforeDeleteIdle: { _ = try? hostReference.withLock { $0 }?.instance(id: id) })
         let wallClock = Locked<Int64>(3_600_000)
         let host = makeHost(store: racing, idleTimeout: .seconds(60), wallClock: wallClock)
         defer { host.shutdown() }
@@ -283,11 +283,11 @@ import Testing
             .accept(id: id, seq: 1, action: Array(#""increase""#.utf8)),
         ])
         // Each load waits (up to a bound) for a second one, so two activations would overlap.
-        let slow = SlowLoads(store)
+        let slow = SlowLoads()
         var registry = ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
         var configuration = HostingConfiguration()
-        configuration.store = slow
+        configuration.store = HookedStore(store, beforeLoad: slow.arrive)
         let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
                                errorEvent: { _ in [] })
         defer { host.shutdown() }
@@ -306,7 +306,8 @@ import Testing
         // Applied on the sending thread (no reactor threads), the action produces its first
         // states before `send` returns: its record must still be queued ahead of them, or a
         // failed commit of the record could leave its effect stored though the action was refused.
-        let recording = RecordingStore(store)
+        let committed = Locked<[SessionWrite]>([])
+        let recording = HookedStore(store, beforeCommit: { writes in committed.withLock { $0 += writes } })
         var registry = ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
         var configuration = HostingConfiguration()
@@ -318,7 +319,7 @@ import Testing
         let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
         _ = try await settledState(host, instance.id, after: [receipt.sequence])
-        let writes = recording.writes
+        let writes = committed.withLock { $0 }
         let accepted = try #require(writes.firstIndex {
             if case .accept(_, let seq, _, _) = $0 { seq == receipt.sequence } else { false }
         })
@@ -420,39 +421,15 @@ private final class RecordingSubscriber: TimelineSubscriber, @unchecked Sendable
     func enqueue(event: [UInt8]) { events.append(event) }
 }
 
-/// A store that runs `duringExpiry` as it begins deleting idle sessions.
-private final class ActivatingDuringExpiry: SessionStore {
-    private let store: InMemorySessionStore
-    private let duringExpiry: @Sendable () -> Void
-
-    init(_ store: InMemorySessionStore, duringExpiry: @escaping @Sendable () -> Void) {
-        self.store = store
-        self.duringExpiry = duringExpiry
-    }
-
-    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
-    func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
-    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
-    func count() throws(SessionStoreError) -> Int { try store.count() }
-    func close() { store.close() }
-
-    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
-        duringExpiry()
-        return try store.deleteIdle(before: cutoff, excluding: excluding)
-    }
-}
-
-/// A store whose loads each wait up to 300 ms for another load to begin, and count themselves.
-private final class SlowLoads: SessionStore {
-    private let store: InMemorySessionStore
+/// Has each load wait up to 300 ms for another load to begin, and counts the loads.
+private final class SlowLoads: Sendable {
     private let started = Locked(0)
     private let arrivals = DispatchSemaphore(value: 0)
 
-    init(_ store: InMemorySessionStore) { self.store = store }
-
     var loads: Int { started.withLock { $0 } }
 
-    func load(id: String) throws(SessionStoreError) -> StoredSession? {
+    /// Called as a load begins.
+    func arrive() {
         let count = started.withLock { count -> Int in
             count += 1
             return count
@@ -462,37 +439,5 @@ private final class SlowLoads: SessionStore {
         } else {
             arrivals.signal()
         }
-        return try store.load(id: id)
     }
-
-    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
-    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
-    func count() throws(SessionStoreError) -> Int { try store.count() }
-    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
-        try store.deleteIdle(before: cutoff, excluding: excluding)
-    }
-    func close() { store.close() }
-}
-
-/// A store that keeps every write it commits, in order.
-private final class RecordingStore: SessionStore {
-    private let store: InMemorySessionStore
-    private let committed = Locked<[SessionWrite]>([])
-
-    init(_ store: InMemorySessionStore) { self.store = store }
-
-    var writes: [SessionWrite] { committed.withLock { $0 } }
-
-    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
-        committed.withLock { $0 += writes }
-        return try store.commit(writes)
-    }
-
-    func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
-    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
-    func count() throws(SessionStoreError) -> Int { try store.count() }
-    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
-        try store.deleteIdle(before: cutoff, excluding: excluding)
-    }
-    func close() { store.close() }
 }

@@ -142,6 +142,23 @@ struct PostgresSessionStoreTests {
         #expect(throws: SessionStoreError.self) { try a.load(id: id) }
     }
 
+    @Test func aSessionItsOwnerServedAheadOfTheStoreStaysMarkedForTheNodeThatTakesItOver() async throws {
+        let (a, b) = (try node("a"), try node("b"))
+        defer { a.close(); b.close() }
+        let (id, other) = try twoCountersClaimed(by: a)
+        #expect(try a.load(id: id)?.publishedAhead == false)
+        _ = try a.commit([.publishingAhead(id: id), .publishingAhead(id: other)])
+        // a hands `other` over cleanly; its lease on `id` lapses (a crashed).
+        _ = try a.commit([.release(id: other)])
+        try await execute("UPDATE reactor_sessions SET lease_until = now() - interval '1 second' WHERE id = '\(id)'")
+        #expect(try b.load(id: id)?.publishedAhead == true)
+        #expect(try b.load(id: other)?.publishedAhead == false)
+        // Created marked (a node serving it from its creation).
+        let created = newID()
+        _ = try b.commit([.create(id: created, type: "counter", state: bytes("0"), lastActivity: 0, publishingAhead: true)])
+        #expect(try b.load(id: created)?.publishedAhead == true)
+    }
+
     @Test func renewalReportsTheSessionsAnotherNodeClaimed() async throws {
         let lost = Mutex<Set<String>>([])
         let a = try node("a", lease: .milliseconds(600))

@@ -391,20 +391,59 @@ import Testing
         try expectHistory(of: "b", through: 8, capacity: 4, in: store)
     }
 
-    @Test func aStoreOfTheFirstSchemaIsUpgradedInPlaceWithItsSessions() throws {
+    /// A store holding session "a", closed, then changed by `sql` as an earlier build would
+    /// have left it.
+    private func storeWithOneSession(changedBy sql: String) throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
             _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
             store.close()
         }
+        let connection = try SQLiteConnection(path: path(), create: false)
+        try connection.execute(sql)
+    }
+
+    @Test func aStoreOfTheFirstSchemaIsUpgradedInPlaceWithItsSessions() throws {
         // As the first schema left it: no journal, schema 1.
-        do {
-            let connection = try SQLiteConnection(path: path(), create: false)
-            try connection.execute("DROP TABLE journal; UPDATE meta SET value = '1' WHERE key = 'schema'")
-        }
+        try storeWithOneSession(changedBy: "DROP TABLE journal; UPDATE meta SET value = '1' WHERE key = 'schema'")
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
         try versions(1...6, of: ["a"], on: store)
         try expectHistory(of: "a", through: 6, capacity: 4, in: store)
+        #expect(try store.schema() == SQLiteSessionStore.schemaVersion)
+    }
+
+    @Test func aSessionIsMarkedPublishedAheadUntilItsReleaseAcrossReopening() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([
+                .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0, publishingAhead: true),
+                .create(id: "b", type: "t", state: bytes("0"), lastActivity: 0),
+                .create(id: "c", type: "t", state: bytes("0"), lastActivity: 0),
+            ])
+            _ = try store.commit([.publishingAhead(id: "b")])
+            #expect(try store.load(id: "a")?.publishedAhead == true)
+            #expect(try store.load(id: "b")?.publishedAhead == true)
+            #expect(try store.load(id: "c")?.publishedAhead == false)
+            _ = try store.commit([
+                .version(id: "a", version: 1, state: bytes("1"), startedThrough: 0, producedBy: 0, lastActivity: 1),
+                .release(id: "b"),
+            ])
+            store.close()
+        }
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        #expect(try reopened.load(id: "a")?.publishedAhead == true)
+        #expect(try reopened.load(id: "b")?.publishedAhead == false)
+        #expect(try reopened.load(id: "c")?.publishedAhead == false)
+    }
+
+    @Test func aStoreMadeBeforeTheMarkGainsItsColumnAndKeepsItsSessions() throws {
+        try storeWithOneSession(changedBy: "ALTER TABLE sessions DROP COLUMN published_ahead")
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        let loaded = try #require(try store.load(id: "a"))
+        #expect(!loaded.publishedAhead)
+        #expect(loaded.state == bytes("0"))
+        _ = try store.commit([.publishingAhead(id: "a")])
+        #expect(try store.load(id: "a")?.publishedAhead == true)
         #expect(try store.schema() == SQLiteSessionStore.schemaVersion)
     }
 }

@@ -129,8 +129,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         } else {
             self.traces = nil
         }
+        // Where its versions resume: past any a crashed process may have shown and not committed.
+        let resumedVersion = restored?.resumedVersion ?? 0
         if let restored {
-            _ = reactor.runtime.restore(reactor, state: restored.state, version: restored.stored.version,
+            _ = reactor.runtime.restore(reactor, state: restored.state, version: resumedVersion,
                                         sequence: restored.stored.startedThrough)
             if !restored.stored.rememberedKeys.isEmpty {
                 _ = keys.storeIfNil(IdempotencyKeys(restoring: restored.stored.rememberedKeys))
@@ -138,9 +140,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
         let (timeline, publisher) = StateTimeline.make(
             restoring: reactor.currentState,
-            version: restored?.stored.version ?? 0,
+            version: resumedVersion,
             json: restored?.stateJSON,
-            history: restored.map { Array($0.stored.history.dropLast()) } ?? [],
+            // Nothing replays across versions skipped: a client that saw any of them gets the state.
+            history: restored.map { $0.skipsVersions ? [] : Array($0.stored.history.dropLast()) } ?? [],
             // When each stored version was published is not kept; which action produced it is.
             origins: restored?.stored.history.map { VersionOrigin(version: $0.version, producedBy: $0.producedBy, publishedAt: nil) } ?? [],
             historyCapacity: context.historyCapacity,
@@ -170,7 +173,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // being freed if the instance is let go without being disposed).
         let runtime = reactor.runtime
         if let committer = context.committer {
-            let startVersion = restored?.stored.version ?? 0
+            if let restored { committer.markServed(restored, id: id, resumedVersion: resumedVersion) }
+            let startVersion = resumedVersion
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
                 // The observer hears the state it starts from first: that one is stored already.
                 guard version > startVersion else { return }
@@ -353,6 +357,23 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     }
 }
 
+extension GroupCommitter {
+    /// Writes what the store must hold before an activated session shows anything new: the
+    /// skip of its versions (``Restoration/skipsVersions``), or, with ``Durability/async``, that
+    /// this process shows its versions ahead of the store. Later writes of the session wait for it.
+    ///
+    /// The skipped-to version is shown before it is committed: until it is, every activation
+    /// skips from the same stored version to the same number, with the same state.
+    fileprivate func markServed<R: Reactor>(_ restored: Restoration<R>, id: String, resumedVersion: UInt64) {
+        if restored.skipsVersions {
+            enqueueHeld(.version(id: id, version: resumedVersion, state: restored.stateJSON,
+                                 startedThrough: restored.stored.startedThrough, producedBy: 0,
+                                 lastActivity: restored.stored.lastActivity))
+        }
+        if publishesAhead && !restored.stored.publishedAhead { enqueueHeld(.publishingAhead(id: id)) }
+    }
+}
+
 /// A stored session decoded for its reactor type: the state, and the pending actions sorted
 /// into those that had not started, those a crash interrupted, and those that no longer decode.
 struct Restoration<R: Reactor> {
@@ -368,6 +389,16 @@ struct Restoration<R: Reactor> {
     /// Acknowledged actions an earlier build stored that this build's `Action` cannot decode,
     /// with what does not decode: reported, never applied.
     let undecodable: [(seq: UInt64, reason: String)]
+
+    /// Whether its versions resume past those the process that served it last may have shown
+    /// and never committed (``StoredSession/publishedAhead``), so that no version number is ever
+    /// shown with two states: the restored state becomes a version of its own that far ahead.
+    var skipsVersions: Bool { stored.publishedAhead }
+
+    /// The version the instance resumes at.
+    var resumedVersion: UInt64 {
+        skipsVersions ? stored.version + GroupCommitter.versionsShownAheadLimit + 1 : stored.version
+    }
 
     /// Decodes `stored`, filling keys its state lacks from `initialStateJSON`; throws
     /// ``HostingError/storedSessionIncompatible(_:)`` when the state still does not decode.

@@ -133,9 +133,13 @@ package final class ReactorHost: Sendable {
             (try? type.host(id, context, nil))!
         }
         guard let committer else { return (instance, nil) }
+        let isShared = configuration.store?.isShared == true
+        // Served here from its creation: with async durability, marked as showing versions ahead
+        // of the store from the start (a shared store's is marked by the node that claims it).
         let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
-                                        lastActivity: configuration.wallClock())
-        guard configuration.store?.isShared == true else { return (instance, committer.enqueueAcknowledged(write)) }
+                                        lastActivity: configuration.wallClock(),
+                                        publishingAhead: committer.publishesAhead && !isShared)
+        guard isShared else { return (instance, committer.enqueueAcknowledged(write)) }
         // With several nodes, the one the proxy routes the id to claims the new session on its
         // first request: stored unclaimed, it stays in no node's memory until then. Nobody knows
         // the id before the answer, so nothing can have reached the instance; the answer waits

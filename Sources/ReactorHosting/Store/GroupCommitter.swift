@@ -45,7 +45,32 @@ package final class GroupCommitter: Sendable {
         /// Sessions whose instances are being dropped after a failed or overtaken commit: their
         /// writes are refused meanwhile (see `drop`).
         var fenced: Set<String> = []
+        /// The number of the batch being queued; the one before it may be committing.
+        var queuedBatch: UInt64 = 1
+        /// With ``Durability/async``: each session with a write that waits for its commit (see
+        /// ``enqueueHeld(_:)``), and the batch of its last such write. Its writes queued until
+        /// that batch is committed wait for that commit (not their own), so that what an instance
+        /// shows stays in order. Entries of committed batches are dropped after each commit.
+        var held: [String: UInt64] = [:]
+        /// With ``Durability/async``: completions of writes queued after the batch being
+        /// committed (`queuedBatch - 1`), which hold them; run once it is.
+        var afterCommitting: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
+        /// With ``Durability/async``: the thread was woken to commit before its flush interval
+        /// ends (for writes that wait), and has not yet taken the queue.
+        var commitSoon = false
     }
+
+    /// With ``Durability/async``, a write is acknowledged at once only while fewer writes than
+    /// this are queued; past it, writes wait for their commit as with ``Durability/sync``. So a
+    /// store that falls behind slows the clients down instead of growing the queue without end.
+    package static let queuedAheadLimit = 32_768
+
+    /// The most versions of one session that a process with ``Durability/async`` can have shown
+    /// and not committed: those queued (under ``queuedAheadLimit``) and those of the batch being
+    /// committed. A session that such a process did not leave cleanly resumes its versions past
+    /// this many (``StoredSession/publishedAhead``), so a version number is never shown with two
+    /// different states.
+    package static let versionsShownAheadLimit: UInt64 = 2 * UInt64(queuedAheadLimit)
 
     private let store: any SessionStore
     package let durability: Durability
@@ -94,21 +119,27 @@ package final class GroupCommitter: Sendable {
     }
 
     /// Queues `write`; `completion` hears whether it was committed, once it was
-    /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``).
+    /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``, unless
+    /// the write must wait: see ``queuedAheadLimit`` and ``enqueueHeld(_:)``).
     package func enqueue(_ write: SessionWrite, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
         enqueue(write, awaitingCommit: isSync, completion: completion)
     }
 
-    /// Queues `write` and, with ``Durability/sync`` or when `inAnyDurability`, returns the ticket
-    /// a reply waits on before it acknowledges the write; nil when it may be acknowledged at once.
+    /// Queues `write` and returns the ticket a reply waits on before it acknowledges the write;
+    /// nil when it may be acknowledged at once (``Durability/async``, unless the write must wait,
+    /// and not `inAnyDurability`).
     package func enqueueAcknowledged(_ write: SessionWrite, inAnyDurability: Bool = false) -> CommitTicket? {
-        guard isSync || inAnyDurability else {
-            enqueue(write)
-            return nil
-        }
         let ticket = CommitTicket()
-        enqueue(write, awaitingCommit: true) { ticket.complete($0) }
-        return ticket
+        let waits = enqueue(write, awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
+        return waits ? ticket : nil
+    }
+
+    /// Queues `write` so that, in either durability, nothing the session writes after it is
+    /// acknowledged or shown before it is committed: what a session must have in the store before
+    /// it shows anything (see ``StoredSession/publishedAhead``). With ``Durability/async`` the
+    /// commit thread is woken for it.
+    package func enqueueHeld(_ write: SessionWrite) {
+        enqueue(write, awaitingCommit: true, completion: nil)
     }
 
     private var isSync: Bool {
@@ -116,30 +147,63 @@ package final class GroupCommitter: Sendable {
         return false
     }
 
-    /// Queues `write`; `completion` hears of its commit once it happened when `awaitingCommit`,
-    /// else ``CommitOutcome/committed`` at once.
-    private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) {
-        let (signal, refused) = queue.withLock { queue -> (Bool, Bool) in
-            if queue.fenced.contains(write.instanceID) { return (false, true) }
+    /// Whether versions are shown before they are committed (``Durability/async``).
+    package var publishesAhead: Bool { !isSync }
+
+    /// Queues `write`; `completion` hears of its commit once it happened when `awaitingCommit`
+    /// (or, with ``Durability/async``, when the write must wait), else ``CommitOutcome/committed``
+    /// at once.
+    /// - Returns: whether the write waits for its commit.
+    @discardableResult
+    private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) -> Bool {
+        let isSync = self.isSync
+        let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
+            let id = write.instanceID
+            if queue.fenced.contains(id) { return (true, false, true) }
             queue.writes.append(write)
-            guard awaitingCommit else { return (false, false) }
-            if let completion { queue.completions.append((write.instanceID, completion)) }
-            return (wakeIfSleeping(&queue), false)
+            if isSync {
+                guard awaitingCommit else { return (false, false, false) }
+                if let completion { queue.completions.append((id, completion)) }
+                return (true, wakeIfSleeping(&queue), false)
+            }
+            // Async: at once, unless asked to wait or the queue is full; then after its commit.
+            let body = completion ?? { _ in }
+            if awaitingCommit || queue.writes.count > Self.queuedAheadLimit {
+                queue.held[id] = queue.queuedBatch
+                queue.completions.append((id, body))
+                return (true, commitSoon(&queue), false)
+            }
+            // After the commit of an earlier write of its session that waits, if any: what the
+            // session shows stays in order.
+            guard !queue.held.isEmpty, let holding = queue.held[id] else { return (false, false, false) }
+            if holding == queue.queuedBatch {
+                queue.completions.append((id, body))
+            } else {
+                queue.afterCommitting.append((id, body))
+            }
+            return (true, false, false)
         }
         if signal { wake.signal() }
-        if refused { return completion?(.failed) ?? () }
-        if !awaitingCommit { completion?(.committed) }
+        if refused {
+            completion?(.failed)
+            return true
+        }
+        if !waits { completion?(.committed) }
+        return waits
     }
 
     /// Runs `body` once everything queued so far is committed or has failed (at once with
     /// ``Durability/async``).
     package func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
-        guard case .sync = durability else { return body() }
-        let signal = queue.withLock { queue -> Bool in
+        let isSync = self.isSync
+        let (now, signal) = queue.withLock { queue -> (Bool, Bool) in
+            // Async: at once, unless writes wait, whose states are shown once committed.
+            if !isSync && queue.held.isEmpty { return (true, false) }
             queue.completions.append((nil, { _ in body() }))
-            return wakeIfSleeping(&queue)
+            return (false, isSync ? wakeIfSleeping(&queue) : commitSoon(&queue))
         }
         if signal { wake.signal() }
+        if now { body() }
     }
 
     /// Runs `body` on the commit thread once everything queued so far has been committed (or
@@ -167,37 +231,64 @@ package final class GroupCommitter: Sendable {
         return true
     }
 
+    /// Async: whether to wake the thread so that it commits without waiting out its flush
+    /// interval (once per batch it takes).
+    private func commitSoon(_ queue: inout Queue) -> Bool {
+        guard !queue.commitSoon else { return false }
+        queue.commitSoon = true
+        queue.isSleeping = false
+        return true
+    }
+
     private func run() {
         while true {
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 _ = wake.wait(timeout: .now() + interval.timeInterval)
             }
-            let (writes, completions, afterCommit, stopping) = queue.withLock { queue in
-                let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping)
+            let (writes, completions, afterCommit, stopping, batch) = queue.withLock { queue in
+                let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch)
                 queue.writes = []
                 queue.completions = []
                 queue.afterCommit = []
+                queue.commitSoon = false
+                queue.queuedBatch += 1
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
             if writes.isEmpty && completions.isEmpty && afterCommit.isEmpty {
+                if !isSync { settleHeld(through: batch, outcome: (true, [])) }
                 if stopping { break }
                 if case .sync = durability { wake.wait() }
                 continue
             }
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
-            for completion in completions {
-                if !outcome.committed {
-                    completion.body(.failed)
-                } else if let id = completion.id, outcome.refused.contains(id) {
-                    completion.body(.overtaken)
-                } else {
-                    completion.body(.committed)
-                }
-            }
+            for completion in completions { completion.body(Self.outcome(of: completion.id, in: outcome)) }
+            if !isSync { settleHeld(through: batch, outcome: outcome) }
             for body in afterCommit { body() }
         }
         stopped.signal()
+    }
+
+    private static func outcome(of id: String?, in batch: (committed: Bool, refused: Set<String>)) -> CommitOutcome {
+        if !batch.committed { return .failed }
+        if let id, batch.refused.contains(id) { return .overtaken }
+        return .committed
+    }
+
+    /// Async, once `batch` is committed (or failed): runs the completions its waiting writes
+    /// held, then lets their sessions' writes go at once again. Until it has, later writes of
+    /// those sessions still join the held ones, so none is shown before them.
+    private func settleHeld(through batch: UInt64, outcome: (committed: Bool, refused: Set<String>)) {
+        while true {
+            let held = queue.withLock { queue -> [(id: String?, body: @Sendable (CommitOutcome) -> Void)] in
+                let held = queue.afterCommitting
+                queue.afterCommitting = []
+                if held.isEmpty, !queue.held.isEmpty { queue.held = queue.held.filter { $0.value > batch } }
+                return held
+            }
+            if held.isEmpty { return }
+            for completion in held { completion.body(Self.outcome(of: completion.id, in: outcome)) }
+        }
     }
 
     /// Commits one batch; on failure reports it and has the instances it touched dropped.
@@ -249,6 +340,12 @@ package final class GroupCommitter: Sendable {
                 purged.append(completion.body)
                 return true
             }
+            queue.afterCommitting.removeAll { completion in
+                guard let id = completion.id, ids.contains(id) else { return false }
+                purged.append(completion.body)
+                return true
+            }
+            for id in ids { queue.held[id] = nil }
             return purged
         }
         for completion in purged { completion(outcome) }

@@ -23,10 +23,11 @@ public final class InMemorySessionStore: SessionStore {
             var stale: Set<String> = []
             for write in writes {
                 switch write {
-                case .create(let id, let type, let state, let lastActivity):
+                case .create(let id, let type, let state, let lastActivity, let publishingAhead):
                     sessions[id] = Session(stored: StoredSession(
                         type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
-                        history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: []))
+                        history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: [],
+                        publishedAhead: publishingAhead))
                 case .accept(let id, let seq, let action, let key):
                     sessions[id]?.pending[seq] = action
                     if let key, var session = sessions[id] {
@@ -57,8 +58,10 @@ public final class InMemorySessionStore: SessionStore {
                     }
                 case .delete(let id):
                     sessions[id] = nil
-                case .release:
-                    break
+                case .release(let id):
+                    sessions[id]?.stored.publishedAhead = false
+                case .publishingAhead(let id):
+                    sessions[id]?.stored.publishedAhead = true
                 }
             }
             return stale

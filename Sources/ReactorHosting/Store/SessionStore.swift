@@ -75,8 +75,8 @@ extension SessionStore {
 
 /// One change to the stored sessions.
 public enum SessionWrite: Sendable {
-    /// A new session at version 0.
-    case create(id: String, type: String, state: [UInt8], lastActivity: Int64)
+    /// A new session at version 0. `publishingAhead`: as ``publishingAhead(id:)``, from the start.
+    case create(id: String, type: String, state: [UInt8], lastActivity: Int64, publishingAhead: Bool = false)
     /// An accepted action, kept until it has settled: `seq` is its sequence on the instance.
     /// `key`, when the client sent an idempotency key with it, is kept after it settles, for
     /// the session's next ``RememberedKey/window`` actions.
@@ -93,8 +93,12 @@ public enum SessionWrite: Sendable {
     case touch(id: String, lastActivity: Int64)
     /// The session is gone, with its history and pending actions.
     case delete(id: String)
-    /// The session left this process's memory: in a shared store, another node may now claim it.
+    /// The session left this process's memory, everything it showed committed: in a shared
+    /// store, another node may now claim it. It is no longer ``StoredSession/publishedAhead``.
     case release(id: String)
+    /// The session is served by a process that shows versions before they are committed
+    /// (``Durability/async``): until its ``release(id:)``, it is ``StoredSession/publishedAhead``.
+    case publishingAhead(id: String)
 }
 
 /// A session as stored: enough to bring it back exactly where its last commit left it.
@@ -116,10 +120,16 @@ public struct StoredSession: Sendable, Equatable {
     public var pendingActions: [PendingAction]
     /// The idempotency keys of its recent actions (see ``SessionWrite/accept(id:seq:action:key:)``).
     public var rememberedKeys: [RememberedKey]
+    /// Whether the process that served it last may have shown clients versions after `version`
+    /// that were never committed: it served the session with ``Durability/async`` and did not
+    /// leave it cleanly (it crashed, a commit failed, or another node took the session over).
+    /// Set by ``SessionWrite/publishingAhead(id:)`` and cleared by ``SessionWrite/release(id:)``.
+    public var publishedAhead: Bool
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = []) {
+                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
+                publishedAhead: Bool = false) {
         self.type = type
         self.version = version
         self.state = state
@@ -128,6 +138,7 @@ public struct StoredSession: Sendable, Equatable {
         self.history = history
         self.pendingActions = pendingActions
         self.rememberedKeys = rememberedKeys
+        self.publishedAhead = publishedAhead
     }
 
     public static func == (lhs: StoredSession, rhs: StoredSession) -> Bool {
@@ -138,6 +149,7 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.history.map(\.producedBy) == rhs.history.map(\.producedBy)
             && lhs.pendingActions == rhs.pendingActions
             && lhs.rememberedKeys.sorted(by: { $0.seq < $1.seq }) == rhs.rememberedKeys.sorted(by: { $0.seq < $1.seq })
+            && lhs.publishedAhead == rhs.publishedAhead
     }
 }
 
