@@ -124,6 +124,37 @@ def test_a_node_whose_session_was_claimed_elsewhere_writes_nothing_and_its_strea
     assert is_problem(reply, "instance-elsewhere") and reply.header("Retry-After") == "1", reply
 
 
+def test_a_node_that_takes_over_from_a_dead_async_node_never_reuses_a_version_it_showed(tmp_path, server_logs):
+    # A flush interval longer than the test: what the owner shows is never committed before it dies.
+    with Cluster(tmp_path, nodes=2, lease_s=LEASE_S,
+                 node_args=("--durability", "async", "--flush-interval-ms", "60000")) as cluster:
+        instance_id = cluster.create()["id"]
+        owner_index = node_index(cluster, routed_owner(cluster, instance_id))
+        # Claiming it, the owner commits at once that it shows the session's versions ahead of the store.
+        wait_until(lambda: cluster.psql(f"SELECT published_ahead FROM reactor_sessions WHERE id = '{instance_id}'") == "t",
+                   10, "the owner's mark")
+        node = cluster.node(owner_index)
+        stream = node.events(instance_id)
+        for _ in range(2):
+            assert node.request("POST", f"/reactors/{instance_id}/actions", '"increase"').status == 202
+        shown = stream.states_until(lambda state: state["value"] == 2 and state["alertMessage"]["count"] == 2
+                                    and not state["isLoading"])
+        stream.close()
+        last_seen = max(int(event.id) for event in shown)
+        cluster.kill_node(owner_index)
+
+        # The other node serves it once the lease lapses: its committed state, numbered past
+        # every version the dead node may have shown.
+        wait_until(lambda: cluster.request("GET", f"/reactors/{instance_id}", timeout=15).status == 200,
+                   LEASE_S + 20, "the session served by the other node")
+        assert owner(cluster, instance_id) == cluster.node_ids[1 - owner_index]
+        taken_over = value(cluster, instance_id)
+        assert taken_over["state"]["value"] == 0
+        assert taken_over["version"] > last_seen
+        reply = cluster.request("POST", f"/reactors/{instance_id}/actions?wait=true", '"decrease"')
+        assert reply.status == 200 and reply.json()["version"] > taken_over["version"], reply
+
+
 class Load:
     """Clients sending `increase` through the proxy to random counters until stopped, counting
     per counter the actions acknowledged (202) and those whose fate is unknown (no answer, or

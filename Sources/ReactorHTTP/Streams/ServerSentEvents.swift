@@ -71,8 +71,8 @@ enum ServerSentEvents {
     }
 
     /// `event: rewound` `{"lastEventId":…,"version":…}`: the client resumed after a version the
-    /// instance does not have (lost with `async` durability in a crash, or rolled back by a
-    /// restored backup). Its state from that version on is not the instance's: the state event
+    /// instance does not have (a restored backup rolled it back; versions lost in a crash with
+    /// `async` durability are never reused, see `StoredSession.publishedAhead`). Its state from that version on is not the instance's: the state event
     /// that follows replaces it, though its version is lower.
     static func rewound(lastEventID: UInt64, version: UInt64) -> [UInt8] {
         var object = JSONObjectWriter()

@@ -415,8 +415,8 @@ function connect() {
     refreshHistory();
   });
   stream.addEventListener("rewound", (event) => {
-    // The instance went back to an earlier version (lost in a crash with async durability, or a
-    // restored backup): what this page kept after it is not the instance's. The state event
+    // The instance went back to an earlier version (a restored backup): what this page kept
+    // after it is not the instance's. The state event
     // that follows and a full history read bring the page back in line.
     const { version } = JSON.parse(event.data);
     model.versions = model.versions.filter((entry) => entry.version <= version);
