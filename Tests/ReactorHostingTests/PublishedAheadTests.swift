@@ -44,7 +44,10 @@ import Testing
 
     @Test func asyncWritesAreAcknowledgedAtOnceOnlyWhileTheQueueHasRoom() async throws {
         let gated = CommitGate()
-        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass), durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"))
+        let full = Locked(0)
+        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass),
+                                       durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"),
+                                       observer: StoreObserver(queueFull: { full.withLock { $0 += 1 } }))
         defer {
             gated.open()
             committer.stop()
@@ -56,12 +59,14 @@ import Testing
             }
         }
         #expect(atOnce.withLock { $0 } == GroupCommitter.queuedAheadLimit)
+        #expect(full.withLock { $0 } == 0)
         // One more: it waits for its commit, which the thread starts at once and the gate holds.
         let ticket = try #require(committer.enqueueAcknowledged(.touch(id: "session-0", lastActivity: 2)))
         let outcome = Locked<CommitOutcome?>(nil)
         ticket.whenCommitted { result in outcome.withLock { $0 = result } }
         gated.waitUntilCommitting()
         #expect(outcome.withLock { $0 } == nil)
+        #expect(full.withLock { $0 } == 1)
         gated.open()
         await withCheckedContinuation { done in ticket.whenCommitted { _ in done.resume() } }
         #expect(outcome.withLock { $0 } == .committed)
@@ -72,7 +77,8 @@ import Testing
 
     @Test func aSessionsWritesAfterOneThatWaitsWaitTooAndOtherSessionsDoNot() async throws {
         let gated = CommitGate()
-        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass), durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"))
+        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass),
+                                       durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"))
         defer {
             gated.open()
             committer.stop()

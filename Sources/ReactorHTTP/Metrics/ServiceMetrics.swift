@@ -75,6 +75,8 @@ final class ServiceMetrics: Sendable {
                                     "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
         let size = registry.gauge("reactor_store_bytes",
                                   "Bytes the session store takes on disk: the SQLite file and its write-ahead log, or the PostgreSQL tables with their indexes (every node's sessions); measured with reactor_store_sessions.")
+        let queueFull = registry.counter("reactor_store_async_queue_full_total",
+                                         "With async durability, writes that waited for their commit (their action's 202, their state) because \(GroupCommitter.queuedAheadLimit) writes were already queued: the store falls behind.")
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -86,7 +88,8 @@ final class ServiceMetrics: Sendable {
             incompatible: { incompatible.increment() },
             counted: { stored.set(to: Double($0)) },
             damaged: { damaged.increment() },
-            measured: { size.set(to: Double($0)) })
+            measured: { size.set(to: Double($0)) },
+            queueFull: { queueFull.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

@@ -157,6 +157,7 @@ package final class GroupCommitter: Sendable {
     @discardableResult
     private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) -> Bool {
         let isSync = self.isSync
+        var isFull = false
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
             if queue.fenced.contains(id) { return (true, false, true) }
@@ -168,7 +169,8 @@ package final class GroupCommitter: Sendable {
             }
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
             let body = completion ?? { _ in }
-            if awaitingCommit || queue.writes.count > Self.queuedAheadLimit {
+            isFull = queue.writes.count > Self.queuedAheadLimit
+            if awaitingCommit || isFull {
                 queue.held[id] = queue.queuedBatch
                 queue.completions.append((id, body))
                 return (true, commitSoon(&queue), false)
@@ -184,6 +186,7 @@ package final class GroupCommitter: Sendable {
             return (true, false, false)
         }
         if signal { wake.signal() }
+        if isFull { observer.queueFull() }
         if refused {
             completion?(.failed)
             return true

@@ -18,6 +18,9 @@ package struct StoreObserver: Sendable {
     package var damaged: @Sendable () -> Void
     /// The store was measured: it takes `bytes` on disk.
     package var measured: @Sendable (_ bytes: Int) -> Void
+    /// With async durability, a write waited for its commit because the queue was full
+    /// (``GroupCommitter/queuedAheadLimit``): the store falls behind.
+    package var queueFull: @Sendable () -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
@@ -27,7 +30,8 @@ package struct StoreObserver: Sendable {
                  incompatible: @escaping @Sendable () -> Void = {},
                  counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
                  damaged: @escaping @Sendable () -> Void = {},
-                 measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in }) {
+                 measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in },
+                 queueFull: @escaping @Sendable () -> Void = {}) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated
@@ -36,5 +40,6 @@ package struct StoreObserver: Sendable {
         self.counted = counted
         self.damaged = damaged
         self.measured = measured
+        self.queueFull = queueFull
     }
 }
