@@ -21,8 +21,8 @@ import Synchronization
 /// reconnects by itself with `Last-Event-ID` after a drop or a server restart, waiting as the
 /// server's `retry:` hint says and backing off; states arrive in version order, some skipped
 /// after a gap, none repeated. One exception: when the server no longer has the versions the
-/// client last saw (a restored backup rolled it back), it says so on reconnecting, and the
-/// state it sends next replaces the client's though its version is lower.
+/// client last saw (a backup restored in place of a lost store), it says so on reconnecting,
+/// and the state it sends next replaces the client's though its version is lower.
 ///
 /// **Actions** go out one at a time in the order they were sent, through a bounded queue that
 /// holds them while the server cannot be reached. Each carries an `Idempotency-Key` of its own,

@@ -23,6 +23,11 @@ import ReactorHosting
 ///
 /// Copying the backup's file by hand instead risks a stale write-ahead log beside it being
 /// replayed onto it.
+///
+/// Sessions the backup holds at earlier versions than the store it replaces go back to those
+/// states, but their version numbers go on past the ones the replaced store reached
+/// (``StoredSession/shownThrough``): a client that saw a later version is never shown that
+/// number again with another state.
 public enum SQLiteRestore {
     /// What a restore did.
     public struct Summary: Sendable, Equatable {
@@ -30,6 +35,10 @@ public enum SQLiteRestore {
         public var sessions: Int
         /// Where the store it replaced is kept; nil when there was none.
         public var keptAside: String?
+        /// How many of them the replaced store held at later versions; nil when there was no
+        /// store to replace, or it could not be read (then clients that saw its later versions
+        /// are told, on resuming, that the instance went back).
+        public var wentBack: Int?
     }
 
     /// Restores the backup at `backup` into the store at `store`.
@@ -44,16 +53,63 @@ public enum SQLiteRestore {
         let lock = try StoreFileLock(storePath: store)
         defer { lock.release() }
         let incoming = "\(store).restoring-\(getpid())"
-        let sessions = try StoreFileCopy.write(source, to: incoming)
+        var wentBack: Int?
+        let sessions = try StoreFileCopy.write(source, to: incoming) { copy throws(SessionStoreError) in
+            wentBack = try carryVersionsShown(from: store, to: copy)
+        }
         do throws(SessionStoreError) {
             let aside = try keepAside(store, now: now)
             guard rename(incoming, store) == 0 else {
                 throw SessionStoreError(.unavailable, "cannot put the backup in place of \(store): \(String(cString: strerror(errno)))")
             }
             try StoreFileCopy.syncDirectory(of: store)
-            return Summary(sessions: sessions, keptAside: aside)
+            return Summary(sessions: sessions, keptAside: aside, wentBack: wentBack)
         } catch {
             unlink(incoming)
+            throw error
+        }
+    }
+
+    /// Marks each session of `copy` that the store at `store` holds at a later version with the
+    /// highest version that store may have shown of it (``StoredSession/shownThrough``).
+    /// - Returns: how many it marked; nil when there is no store or it cannot be read (a damaged
+    ///   store is what a restore is often for), which leaves the copy as it was.
+    private static func carryVersionsShown(from store: String, to copy: SQLiteConnection) throws(SessionStoreError) -> Int? {
+        guard StoreFileCopy.exists(store) else { return nil }
+        var shown: [(id: String, version: UInt64)] = []
+        do throws(SessionStoreError) {
+            let replaced = try StoreFileCopy.openStore(store, readOnly: true)
+            let aheadLimit = GroupCommitter.versionsShownAheadLimit
+            // A store an older build wrote may lack the later columns.
+            let publishedAhead = try SQLiteSessionStore.hasColumn("published_ahead", of: "sessions", on: replaced)
+                ? "published_ahead" : "0"
+            let shownThrough = try SQLiteSessionStore.hasColumn("shown_through", of: "sessions", on: replaced)
+                ? "shown_through" : "0"
+            let sessions = try replaced.statement("""
+                SELECT id, max(version + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
+                FROM sessions
+                """)
+            defer { sessions.reset() }
+            while try sessions.next() { shown.append((sessions.text(0), sessions.uint64(1))) }
+        } catch {
+            return nil
+        }
+        try copy.execute("BEGIN IMMEDIATE")
+        do throws(SessionStoreError) {
+            let mark = try copy.statement("UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND version < ?1 AND shown_through < ?1")
+            var marked = 0
+            for (id, version) in shown {
+                mark.reset()
+                mark.bind(1, version)
+                mark.bind(2, id)
+                try mark.run()
+                marked += mark.changes > 0 ? 1 : 0
+            }
+            mark.reset()
+            try copy.execute("COMMIT")
+            return marked
+        } catch {
+            try? copy.execute("ROLLBACK")
             throw error
         }
     }

@@ -73,7 +73,7 @@ public final class SQLiteSessionStore: SessionStore {
             CREATE TABLE IF NOT EXISTS sessions(
                 id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
                 started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL,
-                published_ahead INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+                published_ahead INTEGER NOT NULL DEFAULT 0, shown_through INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
                 versions BLOB NOT NULL,
@@ -90,7 +90,7 @@ public final class SQLiteSessionStore: SessionStore {
             UPDATE meta SET value = '\(Self.schemaVersion)' WHERE key = 'schema';
             """)
         do throws(SessionStoreError) {
-            try Self.addPublishedAhead(writer)
+            try Self.addColumnsOfLaterBuilds(writer)
             try writer.execute("COMMIT")
         } catch {
             try? writer.execute("ROLLBACK")
@@ -107,17 +107,23 @@ public final class SQLiteSessionStore: SessionStore {
         checkpointer.stop()
     }
 
-    /// Adds the sessions' `published_ahead` column to a store made before it existed (the schema
-    /// number stays: a build without it reads and writes such a store as before, and never sets
-    /// the column; its default is the one such a build's sessions need, see
-    /// ``StoredSession/publishedAhead``).
-    private static func addPublishedAhead(_ connection: SQLiteConnection) throws(SessionStoreError) {
-        let column = try connection.statement("SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'published_ahead'")
-        let present = try column.next() && column.int64(0) == 1
-        column.reset()
-        if !present {
-            try connection.execute("ALTER TABLE sessions ADD COLUMN published_ahead INTEGER NOT NULL DEFAULT 0")
+    /// Adds the sessions' `published_ahead` and `shown_through` columns to a store made before
+    /// they existed. The schema number stays: a build without them reads and writes such a store
+    /// as before and never sets them, and their defaults are what its sessions need (see
+    /// ``StoredSession/publishedAhead`` and ``StoredSession/shownThrough``).
+    private static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
+        for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
         }
+    }
+
+    /// Whether `table` has `column` in the database open on `connection`.
+    static func hasColumn(_ column: String, of table: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Bool {
+        let statement = try connection.statement("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?")
+        defer { statement.reset() }
+        statement.bind(1, table)
+        statement.bind(2, column)
+        return try statement.next() && statement.int64(0) == 1
     }
 
     /// Makes the directory holding the store at `path` when it is missing, its owner's only
@@ -512,14 +518,16 @@ public final class SQLiteSessionStore: SessionStore {
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
             let session = try connection.statement("""
-                SELECT type, version, state, started_through, last_activity, published_ahead FROM sessions WHERE id = ?
+                SELECT type, version, state, started_through, last_activity, published_ahead, shown_through
+                FROM sessions WHERE id = ?
                 """)
             session.bind(1, id)
             defer { session.reset() }
             guard try session.next() else { return nil }
             var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
                                        startedThrough: session.uint64(3), lastActivity: session.int64(4),
-                                       history: [], pendingActions: [], publishedAhead: session.int64(5) != 0)
+                                       history: [], pendingActions: [], publishedAhead: session.int64(5) != 0,
+                                       shownThrough: session.uint64(6))
             let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
             var entries: [SessionBatch.Version] = []

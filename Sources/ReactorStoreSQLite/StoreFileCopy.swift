@@ -24,10 +24,12 @@ enum StoreFileCopy {
     }
 
     /// Copies `store` to `destination`, a new file, readable by its owner only (sessions' ids are
-    /// their credentials); checks and syncs the copy. The file is made here, and only if nothing
-    /// is there, so a failed copy is removed without removing anybody's file.
+    /// their credentials); has `prepare` change the copy, if given; checks and syncs the copy. The
+    /// file is made here, and only if nothing is there, so a failed copy is removed without
+    /// removing anybody's file.
     /// - Returns: how many sessions the copy holds.
-    static func write(_ store: SQLiteConnection, to destination: String) throws(SessionStoreError) -> Int {
+    static func write(_ store: SQLiteConnection, to destination: String,
+                      preparing prepare: ((SQLiteConnection) throws(SessionStoreError) -> Void)? = nil) throws(SessionStoreError) -> Int {
         let made = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard made >= 0 else {
             throw SessionStoreError(.unavailable, "cannot write \(destination): \(String(cString: strerror(errno)))")
@@ -37,6 +39,10 @@ enum StoreFileCopy {
             // `VACUUM INTO` writes into an empty file.
             let quoted = destination.replacingOccurrences(of: "'", with: "''")
             try store.execute("VACUUM INTO '\(quoted)'")
+            if let prepare {
+                // Closed before the check: whatever it wrote is in the file then.
+                try prepare(try SQLiteConnection(path: destination, create: false))
+            }
             let sessions = try check(destination)
             // `VACUUM INTO` does not sync what it wrote.
             try sync(destination)

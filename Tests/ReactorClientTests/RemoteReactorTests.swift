@@ -166,9 +166,11 @@ struct RemoteReactorTests {
         _ = try await counter.send(.increase, andWait: true)
         try await events.wait("version 8") { $0.versions().last == 8 }
 
-        // The store goes back to the backup, at version 4: versions 5–8 are gone.
+        // The store is lost and restored from the backup, at version 4: versions 5–8 are gone,
+        // and nothing says the server had reached them.
         server.stop()
         try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
+        try server.loseStore()
         try await server.restore(from: backup)
         try server.restart()
         try await events.wait("the server's state, though older") { $0.versions().last == 4 }

@@ -196,6 +196,29 @@ import Testing
         #expect(stored.history.map(\.version).contains(2 + skip))
     }
 
+    @Test func aSessionARestoredBackupTookBackResumesPastTheVersionsTheReplacedStoreReached() async throws {
+        let id = "DDDDDDDDDDDDDDDDDDDDDD"
+        _ = try store.commit([
+            .create(id: id, type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .version(id: id, version: 1, state: state(value: 0, isLoading: true), startedThrough: 1, producedBy: 1, lastActivity: 0),
+        ])
+        // As a restore leaves it: the replaced store had reached version 9.
+        let restored = HookedStore(store, loaded: { stored in
+            stored.map { var session = $0; session.shownThrough = 9; return session }
+        })
+        let host = makeHost(store: restored, durability: .sync)
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: id))
+        #expect(instance.timeline.latest.version == 10)
+        #expect(instance.timeline.latest.json == state(value: 0, isLoading: true))
+        // A client that saw version 9 of the replaced store gets the state; one that saw the
+        // backup's version 1, too: nothing replays across the skip.
+        #expect(instance.timeline.states(after: 9)?.map(\.version) == [10])
+        #expect(instance.timeline.states(after: 1) == nil)
+        await committed(host)
+        #expect(try store.load(id: id)?.version == 10)
+    }
+
     @Test func aSecondCrashBeforeTheSkipIsCommittedSkipsToTheSameVersionWithTheSameState() async throws {
         let id = "CCCCCCCCCCCCCCCCCCCCCC"
         _ = try store.commit([

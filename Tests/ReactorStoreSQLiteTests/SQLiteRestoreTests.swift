@@ -59,4 +59,55 @@ import Testing
         #expect(try old.load(id: "a") != nil)
         old.close()
     }
+
+    @Test func sessionsTheBackupTakesBackResumePastTheVersionsTheReplacedStoreMayHaveShown() throws {
+        let store = path("sessions.sqlite")
+        do {
+            // The backup holds "b" at version 0; the store has gone on with it, and with "c".
+            let current = try SQLiteSessionStore(path: store, historyCapacity: 8)
+            _ = try current.commit([
+                .create(id: "b", type: "counter", state: Array(#"{"value":7}"#.utf8), lastActivity: 0),
+                .create(id: "c", type: "counter", state: Array(#"{"value":0}"#.utf8), lastActivity: 0, publishingAhead: true),
+                .version(id: "b", version: 5, state: Array(#"{"value":8}"#.utf8), startedThrough: 1, producedBy: 1, lastActivity: 1),
+            ])
+            current.close()
+        }
+        let older = path("older.sqlite")
+        do {
+            let backup = try SQLiteSessionStore(path: older, historyCapacity: 8)
+            _ = try backup.commit([
+                .create(id: "b", type: "counter", state: Array(#"{"value":7}"#.utf8), lastActivity: 0),
+                .create(id: "c", type: "counter", state: Array(#"{"value":0}"#.utf8), lastActivity: 0),
+                .create(id: "d", type: "counter", state: Array(#"{"value":0}"#.utf8), lastActivity: 0),
+            ])
+            backup.close()
+        }
+        let summary = try SQLiteRestore.restore(from: older, to: store)
+        #expect(summary.sessions == 3)
+        #expect(summary.wentBack == 2)
+        let restored = try SQLiteSessionStore(path: store, historyCapacity: 8)
+        defer { restored.close() }
+        let b = try #require(try restored.load(id: "b"))
+        #expect((b.version, b.shownThrough, b.state) == (0, 5, Array(#"{"value":7}"#.utf8)))
+        // "c" was served ahead of its store: whatever its process may have shown is past too.
+        #expect(try restored.load(id: "c")?.shownThrough == GroupCommitter.versionsShownAheadLimit)
+        // Not in the replaced store: nothing was shown of it there.
+        #expect(try restored.load(id: "d")?.shownThrough == 0)
+    }
+
+    @Test func aReplacedStoreThatCannotBeReadLeavesTheBackupsVersionsAsTheyWere() throws {
+        let store = path("sessions.sqlite")
+        try writeStore(at: store, counters: [("b", 1)])
+        // Damaged beyond reading: its header is gone.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: store))
+        try handle.write(contentsOf: Data(repeating: 0, count: 100))
+        try handle.close()
+        let summary = try SQLiteRestore.restore(from: backup, to: store)
+        #expect(summary.sessions == 1)
+        #expect(summary.wentBack == nil)
+        #expect(summary.keptAside != nil)
+        let restored = try SQLiteSessionStore(path: store, historyCapacity: 8)
+        defer { restored.close() }
+        #expect(try restored.load(id: "b")?.shownThrough == 0)
+    }
 }

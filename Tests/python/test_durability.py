@@ -606,16 +606,42 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
     done = subprocess.run(restore, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "restored 3 sessions" in done.stdout, done.stdout
-    kept = Path(done.stdout.strip().rsplit("kept at ", 1)[1])
+    assert "3 sessions go back to an earlier state" in done.stdout, done.stdout
+    kept = Path(done.stdout.splitlines()[0].rsplit("kept at ", 1)[1])
     assert kept.parent == path.parent and kept.name.startswith("sessions.sqlite.before-restore-"), kept
     assert not [name for name in os.listdir(path.parent) if ".restoring-" in name]
 
     restored = start_server("--counter-delay-ms", "0", store=store)
-    assert {counter: state_of(restored, counter) for counter in counters} == at_backup
-    # A client that saw the later versions resumes after one the instance no longer has: it is
-    # told so, then given the state it should now show, in either stream format.
+    # Each counter is back at its state at the backup, as a version past those the replaced
+    # store reached: a client that saw a later version never sees its number with another state.
+    for counter in counters:
+        now = state_of(restored, counter)
+        assert now["state"] == at_backup[counter]["state"]
+        assert now["version"] == later[counter]["version"] + 1
     for counter, query in [(counters[0], ""), (counters[1], "?format=patch")]:
         resumed = restored.events(counter, headers={"Last-Event-ID": str(later[counter]["version"])}, query=query)
+        try:
+            assert resumed.next().retry == 3000
+            state = resumed.next()
+            assert (state.event, state.id) == ("state", str(later[counter]["version"] + 1)), state
+            assert state.json() == at_backup[counter]["state"]
+        finally:
+            resumed.close()
+    reply = restored.request("POST", f"/reactors/{counters[2]}/actions?wait=true", '"increase"')
+    assert reply.status == 200 and reply.json()["version"] == later[counters[2]]["version"] + 5, reply
+    assert restored.stop() == 0
+
+    # Restored where the store was lost (a new disk): nothing says how far the sessions had
+    # gone. A client that saw a later version is told the instance went back, then given the
+    # state it should now show, in either stream format.
+    lost = f"sqlite:{tmp_path / 'new-disk' / 'sessions.sqlite'}"
+    anew = subprocess.run([str(server_binary()), "restore", "--store", lost, str(backup)],
+                          capture_output=True, text=True, timeout=60)
+    assert anew.returncode == 0 and "go back" not in anew.stdout, anew
+    rebuilt = start_server("--counter-delay-ms", "0", store=lost)
+    assert {counter: state_of(rebuilt, counter) for counter in counters} == at_backup
+    for counter, query in [(counters[0], ""), (counters[1], "?format=patch")]:
+        resumed = rebuilt.events(counter, headers={"Last-Event-ID": str(later[counter]["version"])}, query=query)
         try:
             assert resumed.next().retry == 3000
             told = resumed.next()
@@ -626,7 +652,7 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
             assert state.json() == at_backup[counter]["state"]
         finally:
             resumed.close()
-    assert restored.stop() == 0
+    assert rebuilt.stop() == 0
     # The replaced store, its log with it, still holds everything it had.
     replaced = start_server("--counter-delay-ms", "0", store=f"sqlite:{kept}")
     assert {counter: state_of(replaced, counter) for counter in counters} == later

@@ -279,8 +279,9 @@ def test_connection_reconnecting_and_shutdown(start_server, page):
 
 
 def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page, tmp_path):
-    """A restored backup takes an instance back from version 8 to 4: the page, reconnecting
-    after version 8, drops what it kept after 4 and follows the instance from there."""
+    """A backup restored in place of a lost store takes an instance back from version 8 to 4:
+    the page, reconnecting after version 8, drops what it kept after 4 and follows the instance
+    from there."""
     import subprocess
     from conftest import server_binary
     server = start_server("--counter-delay-ms", "0")
@@ -297,6 +298,9 @@ def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page
     server.signal(signal.SIGKILL)  # EventSource retries on its own, after version 8
     server.wait(timeout=10)
     page.until_text("#connection", "reconnecting (Last-Event-ID 8)")
+    store_path = Path(server.store.removeprefix("sqlite:"))
+    for lost in [store_path, Path(f"{store_path}-wal"), Path(f"{store_path}-shm")]:
+        lost.unlink(missing_ok=True)
     restored = subprocess.run([str(server_binary()), "restore", "--store", server.store, str(backup)],
                               capture_output=True, text=True, timeout=60)
     assert restored.returncode == 0, restored.stderr

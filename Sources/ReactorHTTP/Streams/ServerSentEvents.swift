@@ -71,8 +71,9 @@ enum ServerSentEvents {
     }
 
     /// `event: rewound` `{"lastEventId":…,"version":…}`: the client resumed after a version the
-    /// instance does not have (a restored backup rolled it back; versions lost in a crash with
-    /// `async` durability are never reused, see `StoredSession.publishedAhead`). Its state from that version on is not the instance's: the state event
+    /// instance does not have (a backup restored in place of a lost store rolled it back;
+    /// otherwise versions shown and lost are never reused, see `StoredSession.publishedAhead` and
+    /// `StoredSession.shownThrough`). Its state from that version on is not the instance's: the state event
     /// that follows replaces it, though its version is lower.
     static func rewound(lastEventID: UInt64, version: UInt64) -> [UInt8] {
         var object = JSONObjectWriter()

@@ -390,14 +390,18 @@ struct Restoration<R: Reactor> {
     /// with what does not decode: reported, never applied.
     let undecodable: [(seq: UInt64, reason: String)]
 
-    /// Whether its versions resume past those the process that served it last may have shown
-    /// and never committed (``StoredSession/publishedAhead``), so that no version number is ever
-    /// shown with two states: the restored state becomes a version of its own that far ahead.
-    var skipsVersions: Bool { stored.publishedAhead }
+    /// Whether its versions resume past some that clients may have been shown with other
+    /// states, so that no version number is ever shown with two: those the process that served
+    /// it last may have shown and never committed (``StoredSession/publishedAhead``), or those
+    /// the store had before a backup was restored (``StoredSession/shownThrough``). The restored
+    /// state becomes a version of its own past them.
+    var skipsVersions: Bool { resumedVersion != stored.version }
 
     /// The version the instance resumes at.
     var resumedVersion: UInt64 {
-        skipsVersions ? stored.version + GroupCommitter.versionsShownAheadLimit + 1 : stored.version
+        let aheadOfStore = stored.publishedAhead ? stored.version + GroupCommitter.versionsShownAheadLimit + 1 : stored.version
+        let pastRestore = stored.shownThrough > stored.version ? stored.shownThrough + 1 : stored.version
+        return max(aheadOfStore, pastRestore)
     }
 
     /// Decodes `stored`, filling keys its state lacks from `initialStateJSON`; throws

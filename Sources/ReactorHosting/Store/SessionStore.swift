@@ -125,11 +125,14 @@ public struct StoredSession: Sendable, Equatable {
     /// leave it cleanly (it crashed, a commit failed, or another node took the session over).
     /// Set by ``SessionWrite/publishingAhead(id:)`` and cleared by ``SessionWrite/release(id:)``.
     public var publishedAhead: Bool
+    /// The highest version clients may have been shown of it before a restored backup put it
+    /// back at `version`, an earlier one (0: none): it resumes past that version.
+    public var shownThrough: UInt64
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
                 history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
-                publishedAhead: Bool = false) {
+                publishedAhead: Bool = false, shownThrough: UInt64 = 0) {
         self.type = type
         self.version = version
         self.state = state
@@ -139,6 +142,7 @@ public struct StoredSession: Sendable, Equatable {
         self.pendingActions = pendingActions
         self.rememberedKeys = rememberedKeys
         self.publishedAhead = publishedAhead
+        self.shownThrough = shownThrough
     }
 
     public static func == (lhs: StoredSession, rhs: StoredSession) -> Bool {
@@ -149,7 +153,7 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.history.map(\.producedBy) == rhs.history.map(\.producedBy)
             && lhs.pendingActions == rhs.pendingActions
             && lhs.rememberedKeys.sorted(by: { $0.seq < $1.seq }) == rhs.rememberedKeys.sorted(by: { $0.seq < $1.seq })
-            && lhs.publishedAhead == rhs.publishedAhead
+            && lhs.publishedAhead == rhs.publishedAhead && lhs.shownThrough == rhs.shownThrough
     }
 }
 

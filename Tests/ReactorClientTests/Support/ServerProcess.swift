@@ -65,6 +65,14 @@ final class ServerProcess: Sendable {
         return file
     }
 
+    /// Deletes the stopped server's store, its write-ahead log with it, as a lost disk would.
+    func loseStore() throws {
+        let path = String(store.dropFirst("sqlite:".count))
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.removeItem(atPath: file)
+        }
+    }
+
     /// Puts `backup` in place of the stopped server's store with `reactor-server restore`: the
     /// sessions go back to what they were when it was taken.
     func restore(from backup: String) async throws {

@@ -415,9 +415,9 @@ function connect() {
     refreshHistory();
   });
   stream.addEventListener("rewound", (event) => {
-    // The instance went back to an earlier version (a restored backup): what this page kept
-    // after it is not the instance's. The state event
-    // that follows and a full history read bring the page back in line.
+    // The instance went back to an earlier version (a backup restored in place of a lost
+    // store): what this page kept after it is not the instance's. The state event that follows
+    // and a full history read bring the page back in line.
     const { version } = JSON.parse(event.data);
     model.versions = model.versions.filter((entry) => entry.version <= version);
     model.actions.clear();
