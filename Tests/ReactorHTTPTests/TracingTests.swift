@@ -59,6 +59,24 @@ import Tracing
         }
     }
 
+    @Test func withASessionStoreTheWaitForTheActionsCommitIsASpanOfItsOwn() async throws {
+        let tracer = InMemoryTracer()
+        let server = inProcessCounterServer {
+            $0.tracer = tracer
+            $0.store = InMemorySessionStore(historyCapacity: 16)
+        }
+        try server.start()
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        let id = try await client.create("counter")
+        #expect(try await client.post("/reactors/\(id)/actions?wait=true", #""increase""#).status == 200)
+        let spans = tracer.finishedSpans
+        let action = try #require(spans.first { $0.operationName == "reactor.action" })
+        let commit = try #require(spans.first { $0.operationName == "commit" && $0.parentSpanID == action.spanID })
+        #expect(commit.attributes.get("reactor.action.seq") == .int64(1))
+        #expect(commit.errors.isEmpty)
+    }
+
     /// The versions the spans named `name` carry, in order.
     private func versions(of spans: [FinishedInMemorySpan], named name: String) -> [Int64] {
         spans.filter { $0.operationName == name }.compactMap { span -> Int64? in

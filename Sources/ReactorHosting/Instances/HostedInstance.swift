@@ -305,7 +305,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let taken = reactor.sendUnlessStalled(action) { sequence in
             let remembered = key.map { RememberedKey(key: $0.0, seq: sequence, digest: $0.1) }
             ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON, key: remembered))
-            if let traces, let trace { traces.accepted(trace, sequence: sequence) }
+            if let traces, let trace {
+                traces.accepted(trace, sequence: sequence)
+                if let ticket { traces.committing(trace, sequence: sequence, ticket: ticket) }
+            }
         }
         guard let receipt = taken else {
             trace?.end()

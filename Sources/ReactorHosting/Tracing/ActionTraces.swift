@@ -4,7 +4,8 @@ import Tracing
 
 /// The spans of one instance's actions (swift-distributed-tracing): for each action, a span from
 /// its request to its settling, with a child span for each step on the way: `decode`, `queue`
-/// (accepted, waiting for its turn), `mutate`, each `reduce` of its mutations, and
+/// (accepted, waiting for its turn), `commit` (with a session store, when the answer waits for
+/// the action's record to be committed), `mutate`, each `reduce` of its mutations, and
 /// `first-event-write` (from a state it produced to the first event stream that wrote it).
 ///
 /// Spans carry the instance's type and the action's sequence, never the instance's id: the id is
@@ -73,6 +74,16 @@ package final class ActionTraces: RuntimeProbe {
         span.attributes["reactor.action.seq"] = Int64(bitPattern: sequence)
         let queue = child("queue", of: span, sequence: sequence)
         state.withLock { $0.actions[sequence] = OpenAction(span: span, step: queue) }
+    }
+
+    /// The answer to action `sequence` waits for its record's commit (`ticket`): a `commit` span
+    /// under its `span`, which ends (with an error, unless committed) once the store has the record.
+    func committing(_ span: any Span, sequence: UInt64, ticket: CommitTicket) {
+        let commit = child("commit", of: span, sequence: sequence)
+        ticket.whenCommitted { outcome in
+            if outcome != .committed { commit.recordError(UncommittedAction(outcome: outcome)) }
+            commit.end()
+        }
     }
 
     /// The action `sequence` settled: every mutation of it was reduced. Its span ends.
@@ -172,5 +183,14 @@ package final class ActionTraces: RuntimeProbe {
             return open.step
         }
         step?.end()
+    }
+}
+
+/// Why an action's record was not committed, as its `commit` span records it.
+struct UncommittedAction: Error, CustomStringConvertible {
+    let outcome: CommitOutcome
+
+    var description: String {
+        outcome == .overtaken ? "another node took the session over" : "the session store failed to commit it"
     }
 }
