@@ -29,8 +29,9 @@ struct RestoreCommand: ParsableCommand {
         print("restored \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(backup) to \(path)"
               + (summary.keptAside.map { "; the store it replaced is kept at \($0)" } ?? ""))
         if let wentBack = summary.wentBack {
-            print("\(wentBack) session\(wentBack == 1 ? " goes" : "s go") back to an earlier state; "
-                  + "their versions go on past those the replaced store reached")
+            print(wentBack == 1
+                  ? "1 session goes back to an earlier state; its versions go on past those the replaced store reached"
+                  : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
         } else if summary.keptAside != nil {
             print("the replaced store could not be read: clients that saw its later versions are told, "
                   + "when they resume, that the session went back (event: rewound)")
