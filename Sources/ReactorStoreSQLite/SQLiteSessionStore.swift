@@ -607,6 +607,11 @@ public final class SQLiteSessionStore: SessionStore {
     /// The database file and its write-ahead log (its index file, `-shm`, is a mapping in memory
     /// and not counted).
     public func diskUsage() throws(SessionStoreError) -> Int? {
+        try Self.diskUsage(of: path)
+    }
+
+    /// What the store at `path` takes on disk: its database file and write-ahead log.
+    static func diskUsage(of path: String) throws(SessionStoreError) -> Int {
         var total = 0
         for file in [path, path + "-wal"] {
             var status = stat()

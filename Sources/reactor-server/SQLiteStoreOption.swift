@@ -3,13 +3,14 @@ import Foundation
 import ReactorHosting
 
 /// The `--store` option of the commands that work on a SQLite store's file (`backup`,
-/// `restore`, `check`): read as the server reads it, so in the image they need no argument for it.
+/// `restore`, `check`, `compact`): read as the server reads it, so in the image they need no
+/// argument for it.
 struct SQLiteStoreOption: ParsableArguments {
     @Option(help: "The store: sqlite:PATH, as the server's --store (STORE).")
     var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     /// The SQLite file `--store` names; refuses a memory or PostgreSQL store, saying what to
-    /// use instead of `verb` ("back up", "restore", "check").
+    /// use instead of `verb` ("back up", "restore", "check", "compact").
     func path(toVerb verb: String, postgresInstead: String) throws -> String {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
         switch try StoreLocation(store) {

@@ -18,7 +18,8 @@ struct ReactorServerCommand: AsyncParsableCommand {
         commandName: "reactor-server",
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
         version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))",
-        subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self, CheckCommand.self],
+        subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self, CheckCommand.self,
+                      CompactCommand.self],
         defaultSubcommand: ServerCommand.self
     )
 }

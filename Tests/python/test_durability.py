@@ -706,6 +706,36 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
     assert path.read_bytes() == before
 
 
+def test_compact_gives_the_pages_of_deleted_sessions_back_and_keeps_the_rest(start_server):
+    store = fresh_store()
+    path = Path(store.removeprefix("sqlite:"))
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counters = [server.create("todo")["id"] for _ in range(200)]
+    for todo in counters:
+        reply = server.request("POST", f"/reactors/{todo}/actions?wait=true",
+                               json.dumps({"add": {"title": "x" * 2000}}))
+        assert reply.status == 200, reply
+    kept = counters[:5]
+    for todo in counters[5:]:
+        assert server.request("DELETE", f"/reactors/{todo}").status == 204
+    states = {todo: state_of(server, todo) for todo in kept}
+    compact = [str(server_binary()), "compact", "--store", store]
+
+    refused = subprocess.run(compact, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "in use by another process" in refused.stderr, refused
+    assert server.stop() == 0
+    before = path.stat().st_size
+    done = subprocess.run(compact, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"compacted {path}, 5 sessions: {before} bytes before," in done.stdout, done.stdout
+    assert path.stat().st_size * 4 < before
+    assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+
+    restarted = start_server("--counter-delay-ms", "0", store=store)
+    assert {todo: state_of(restarted, todo) for todo in kept} == states
+    assert restarted.request("GET", f"/reactors/{counters[5]}").status == 404
+
+
 def test_a_new_store_is_readable_by_its_owner_only_and_an_open_one_is_reported(start_server, tmp_path):
     """The store's ids are the sessions' credentials."""
     store = f"sqlite:{tmp_path / 'data' / 'sessions.sqlite'}"
