@@ -548,6 +548,8 @@ def test_after_a_crash_with_async_durability_no_version_number_is_shown_with_two
     assert all(int(event.id) > last_seen for event in replayed)
     assert [shown_states[int(event.id)] for event in replayed if int(event.id) in shown_states] == []
     assert third.stop() == 0
+    logged = [line for line in third.stderr().splitlines() if "versions resume past" in line]
+    assert len(logged) == 1 and "instance=#" in logged[0] and counter[:8] not in logged[0], logged
 
 
 def test_sigterm_lets_actions_in_flight_finish_and_leaves_longer_ones_to_the_recovery_hook(start_server):

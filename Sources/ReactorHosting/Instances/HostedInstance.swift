@@ -173,7 +173,15 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // being freed if the instance is let go without being disposed).
         let runtime = reactor.runtime
         if let committer = context.committer {
-            if let restored { committer.markServed(restored, id: id, resumedVersion: resumedVersion) }
+            if let restored {
+                committer.markServed(restored, id: id, resumedVersion: resumedVersion)
+                if restored.skipsVersions {
+                    context.logger.info("versions resume past those clients may have been shown with other states",
+                                        metadata: ["instance": "\(InstanceID.logLabel(id))", "stored": "\(restored.stored.version)",
+                                                   "now": "\(resumedVersion)",
+                                                   "because": "\(restored.stored.publishedAhead ? "its last process served it ahead of the store and did not leave it cleanly" : "a restored backup took it back")"])
+                }
+            }
             let startVersion = resumedVersion
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
                 // The observer hears the state it starts from first: that one is stored already.
