@@ -129,7 +129,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         } else {
             self.traces = nil
         }
-        // Where its versions resume: past any a crashed process may have shown and not committed.
+        // Where its versions resume: past any that clients may have been shown with other states
+        // (by a crashed process, or by the store a restored backup replaced).
         let resumedVersion = restored?.resumedVersion ?? 0
         if let restored {
             _ = reactor.runtime.restore(reactor, state: restored.state, version: resumedVersion,

@@ -23,7 +23,10 @@ public enum Durability: Sendable, Equatable {
 ///
 /// With ``Durability/sync``, each write's completion runs after its batch commits, in the order
 /// the writes were queued; that is when an action is acknowledged and a state published. With
-/// ``Durability/async`` completions run at once and the thread commits every flush interval.
+/// ``Durability/async`` completions run at once and the thread commits every flush interval,
+/// except for a write that must reach the store before its session shows more
+/// (``enqueueHeld(_:)``) and those queued past ``queuedAheadLimit``: they wait for their commit,
+/// and the session's writes queued meanwhile wait with them.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
