@@ -96,6 +96,8 @@ public enum SQLiteRestore {
         }
         try copy.execute("BEGIN IMMEDIATE")
         do throws(SessionStoreError) {
+            // A backup an older build took may lack the column.
+            try SQLiteSessionStore.addColumnsOfLaterBuilds(copy)
             let mark = try copy.statement("UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND version < ?1 AND shown_through < ?1")
             var marked = 0
             for (id, version) in shown {

@@ -111,7 +111,7 @@ public final class SQLiteSessionStore: SessionStore {
     /// they existed. The schema number stays: a build without them reads and writes such a store
     /// as before and never sets them, and their defaults are what its sessions need (see
     /// ``StoredSession/publishedAhead`` and ``StoredSession/shownThrough``).
-    private static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
+    static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
         for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
         }

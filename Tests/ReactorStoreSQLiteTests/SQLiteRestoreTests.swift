@@ -95,6 +95,30 @@ import Testing
         #expect(try restored.load(id: "d")?.shownThrough == 0)
     }
 
+    @Test func aBackupAnOlderBuildTookGainsTheColumnsAndIsMarked() throws {
+        let store = path("sessions.sqlite")
+        let backup = path("older-build.sqlite")
+        for (file, version) in [(store, UInt64(3)), (backup, UInt64(1))] {
+            let written = try SQLiteSessionStore(path: file, historyCapacity: 8)
+            _ = try written.commit([
+                .create(id: "b", type: "counter", state: Array(#"{"value":0}"#.utf8), lastActivity: 0),
+                .version(id: "b", version: version, state: Array(#"{"value":1}"#.utf8), startedThrough: 1, producedBy: 1, lastActivity: 1),
+            ])
+            written.close()
+        }
+        // As a build before the columns wrote it.
+        do {
+            let connection = try SQLiteConnection(path: backup, create: false)
+            try connection.execute("ALTER TABLE sessions DROP COLUMN published_ahead; ALTER TABLE sessions DROP COLUMN shown_through")
+        }
+        let summary = try SQLiteRestore.restore(from: backup, to: store)
+        #expect(summary.wentBack == 1)
+        let restored = try SQLiteSessionStore(path: store, historyCapacity: 8)
+        defer { restored.close() }
+        let b = try #require(try restored.load(id: "b"))
+        #expect((b.version, b.shownThrough) == (1, 3))
+    }
+
     @Test func aReplacedStoreThatCannotBeReadLeavesTheBackupsVersionsAsTheyWere() throws {
         let store = path("sessions.sqlite")
         try writeStore(at: store, counters: [("b", 1)])
