@@ -147,6 +147,17 @@ public final class PostgresSessionStore: SessionStore {
                 for statement in Self.schemaStatements {
                     try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
+                // Added after the first schema; the schema number stays (a build without the
+                // column never sets it, and reads and writes the table as before). Altered only
+                // when missing: an ALTER TABLE locks the table against every node's queries.
+                let present = try connection.run("""
+                    SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'reactor_sessions' AND column_name = 'published_ahead'
+                    """, logger: logger).rows
+                if present.isEmpty {
+                    try connection.run("ALTER TABLE reactor_sessions ADD COLUMN published_ahead boolean NOT NULL DEFAULT false",
+                                       logger: logger)
+                }
                 try connection.run("COMMIT", logger: logger)
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)
@@ -162,9 +173,6 @@ public final class PostgresSessionStore: SessionStore {
             started_through bigint NOT NULL, last_activity bigint NOT NULL,
             owner text, epoch bigint NOT NULL, lease_until timestamptz)
         """,
-        // Added after the first schema; the schema number stays (see `StoredSession.publishedAhead`:
-        // a build without the column never sets it, and reads and writes the table as before).
-        "ALTER TABLE reactor_sessions ADD COLUMN IF NOT EXISTS published_ahead boolean NOT NULL DEFAULT false",
         """
         CREATE TABLE IF NOT EXISTS reactor_history(
             id text NOT NULL, first_version bigint NOT NULL, last_version bigint NOT NULL, versions bytea NOT NULL,

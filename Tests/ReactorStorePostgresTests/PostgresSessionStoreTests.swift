@@ -293,6 +293,30 @@ struct PostgresSessionStoreTests {
         }
     }
 
+    @Test func aDatabaseMadeBeforeTheMarkGainsItsColumnAndKeepsItsSessions() async throws {
+        let database = "earlier_\(UInt32.random(in: 0...UInt32.max))"
+        try await execute("CREATE DATABASE \(database)")
+        var earlier = location
+        earlier.database = database
+        let id = newID()
+        do {
+            let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
+            _ = try store.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
+            store.close()
+        }
+        // As a build before the column left it.
+        let connection = try await connect(to: database)
+        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead", logger: Logger(label: "test"))
+        try await connection.close()
+        let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
+        defer { store.close() }
+        let loaded = try #require(try store.load(id: id))
+        #expect(loaded.state == bytes("0"))
+        #expect(!loaded.publishedAhead)
+        _ = try store.commit([.publishingAhead(id: id)])
+        #expect(try store.load(id: id)?.publishedAhead == true)
+    }
+
     @Test func anUnreachableDatabaseIsAClearError() {
         let nowhere = PostgresLocation(host: "127.0.0.1", port: 1, user: "reactor", database: "reactor")
         do {
