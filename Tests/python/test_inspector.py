@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
+from faults_support import wait_for
 
 ARTIFACTS = Path(os.environ.get("INSPECTOR_ARTIFACTS") or REPO_ROOT / ".build" / "inspector-artifacts")
 DOCS_SCREENSHOT = REPO_ROOT / "docs" / "inspector.png"
@@ -313,6 +314,34 @@ def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page
     page.until(lambda: page.attribute("#timeline li", "data-version") == [str(v) for v in range(8, -1, -1)],
                "the new versions 5 to 8")
     page.until(lambda: page.text('#state-tree [data-path="/value"]') == "2", "the state of the new version 8")
+    assert page.policy_violations() == []
+
+
+def test_versions_a_crash_lost_leave_the_timeline_when_the_page_reconnects(start_server, page):
+    """With async durability, versions 5 to 8 are shown and lost in a crash: the instance comes
+    back past them (at version 65,541), and the page, reconnecting, drops them from its timeline."""
+    server = start_server("--counter-delay-ms", "0")
+    counter = server.create()["id"]
+    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    assert server.stop() == 0
+    shown_ahead = start_server("--counter-delay-ms", "0", "--durability", "async", "--flush-interval-ms", "60000",
+                               "--port", str(server.port), store=server.store)
+    open_inspector(page, shown_ahead, counter)
+    # The activation's mark is committed before anything new is shown.
+    wait_for(lambda: shown_ahead.metric("reactor_store_writes_total") >= 1, timeout=10, what="the activation's commit")
+    assert shown_ahead.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    page.until(lambda: page.attribute("#timeline li", "data-version") == [str(v) for v in range(8, -1, -1)],
+               "versions 5 to 8 in the timeline")
+
+    shown_ahead.signal(signal.SIGKILL)
+    shown_ahead.wait(timeout=10)
+    page.until_text("#connection", "reconnecting (Last-Event-ID 8)")
+    start_server("--counter-delay-ms", "0", "--port", str(server.port), store=server.store)
+    page.until_text("#connection", "live")
+    skipped = [str(4 + 65_537)] + [str(v) for v in range(4, -1, -1)]
+    page.until(lambda: page.attribute("#timeline li", "data-version") == skipped,
+               "the timeline without the lost versions")
+    page.until(lambda: page.text('#state-tree [data-path="/value"]') == "1", "the committed state")
     assert page.policy_violations() == []
 
 

@@ -128,11 +128,9 @@ package struct StateTimeline: Sendable {
     /// from when known, and the recent actions.
     package func history(after version: UInt64?) -> TimelineHistory {
         let (states, origins, actions) = storage.withLock { storage in
-            var states: [any VersionedState] = storage.log.kept()
-            // The restored history goes before the log when it ends where the log begins.
-            if let first = states.first, let last = storage.restoredHistory.last, last.version &+ 1 == first.version {
-                states = storage.restoredHistory + states
-            }
+            // The restored history goes before the log, even across a gap (versions skipped at
+            // activation): a reader that kept versions in between learns they are not the instance's.
+            let states: [any VersionedState] = storage.restoredHistory + storage.log.kept()
             return (states, storage.provenance.originsByVersion, storage.provenance.recentActions)
         }
         let newer = version.map { after in states.filter { $0.version > after } } ?? states

@@ -31,6 +31,7 @@ const model = {
   errors: [],            // the `error` events' problems ({action: seq, detail, errorType, …})
   historyVersion: null,  // the newest version the history route has described
   lastEventVersion: null,
+  reconcile: false,      // the stream reopened: the next history read says which kept versions are not the instance's
   viewed: null,          // the version on screen; null while following the latest
   base: "previous",      // what it is compared with: "previous" or a version number
   ended: null,           // the end reason once the stream has ended
@@ -354,6 +355,7 @@ function keepVersion(entry) {
 
 function mergeHistory(history) {
   if (history.type) showType(history.type);
+  if (model.reconcile) reconcile(history.versions ?? []);
   for (const entry of history.versions ?? []) {
     keepVersion({ version: entry.version, state: entry.state, seq: entry.seq ?? null, at: entry.at ?? null });
   }
@@ -365,6 +367,20 @@ function mergeHistory(history) {
   if (Number.isInteger(history.version)) model.historyVersion = Math.max(model.historyVersion ?? -1, history.version);
 }
 
+// After the stream reopened: the instance may have skipped versions this page saw (a crash lost
+// them, or a restored backup took the instance back); the history lists every version between
+// its oldest and newest, so a kept version in that range it does not list is not the instance's.
+function reconcile(versions) {
+  model.reconcile = false;
+  if (versions.length === 0) return;
+  const listed = new Set(versions.map((entry) => entry.version));
+  const oldest = Math.min(...listed);
+  const newest = Math.max(...listed);
+  const gone = (version) => version >= oldest && version <= newest && !listed.has(version);
+  model.versions = model.versions.filter((entry) => !gone(entry.version));
+  if (model.viewed !== null && gone(model.viewed)) model.viewed = null;
+}
+
 let historyInFlight = false;
 let historyAgain = false;
 
@@ -374,7 +390,7 @@ async function refreshHistory() {
   try {
     do {
       historyAgain = false;
-      const after = model.historyVersion === null ? "" : `?after=${model.historyVersion}`;
+      const after = model.historyVersion === null || model.reconcile ? "" : `?after=${model.historyVersion}`;
       const response = await fetch(instancePath(`/history${after}`), { headers: { Accept: "application/json" } });
       if (!response.ok) break; // gone: the stream's end event says why
       mergeHistory(await response.json());
@@ -406,7 +422,14 @@ function connect() {
   source = new EventSource(instancePath(`/events${resume}`));
   const stream = source;
   setConnection("connecting", "connecting");
-  stream.addEventListener("open", () => setConnection("live", "live"));
+  stream.addEventListener("open", () => {
+    setConnection("live", "live");
+    if (model.lastEventVersion === null) return;
+    // Reopened: read the whole history again, and check what this page kept against it.
+    model.reconcile = true;
+    model.historyVersion = null;
+    refreshHistory();
+  });
   stream.addEventListener("state", (event) => {
     const version = Number(event.lastEventId);
     model.lastEventVersion = version;
