@@ -9,6 +9,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -153,6 +154,34 @@ def test_a_node_that_takes_over_from_a_dead_async_node_never_reuses_a_version_it
         assert taken_over["version"] > last_seen
         reply = cluster.request("POST", f"/reactors/{instance_id}/actions?wait=true", '"decrease"')
         assert reply.status == 200 and reply.json()["version"] > taken_over["version"], reply
+
+
+def test_a_dump_restored_with_its_sessions_marked_never_shows_a_version_number_twice(tmp_path, server_logs):
+    """The README's way to back up and restore the PostgreSQL store: pg_dump while the nodes run;
+    pg_restore with them stopped, then every session marked as served ahead of the store."""
+    with Cluster(tmp_path, nodes=1, lease_s=LEASE_S) as cluster:
+        postgres = cluster.postgres
+        connection = ["-h", "127.0.0.1", "-p", str(postgres.port), "-U", postgres.role]
+        counter = cluster.create()["id"]
+        assert cluster.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+        at_dump = value(cluster, counter)
+        dump = tmp_path / "reactor.dump"
+        dumped = subprocess.run([str(postgres.bin / "pg_dump"), *connection, "--format=custom", "--table=reactor_*",
+                                 f"--file={dump}", postgres.database], capture_output=True, text=True, timeout=60)
+        assert dumped.returncode == 0, dumped.stderr
+        assert cluster.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+        later = value(cluster, counter)["version"]
+
+        assert cluster.stop_node(0) == 0
+        restored = subprocess.run([str(postgres.bin / "pg_restore"), *connection, "--clean", "--if-exists",
+                                   f"--dbname={postgres.database}", str(dump)], capture_output=True, text=True, timeout=60)
+        assert restored.returncode == 0, restored.stderr
+        postgres.psql("UPDATE reactor_sessions SET published_ahead = true")
+        cluster.start_node(0)
+        # Back at the dump's state, numbered past any version shown since.
+        now = value(cluster, counter)
+        assert now["state"] == at_dump["state"]
+        assert now["version"] == at_dump["version"] + 65_537 > later
 
 
 class Load:
