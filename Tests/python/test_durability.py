@@ -156,21 +156,27 @@ class Hammer(threading.Thread):
                 return
 
 
-def test_kill_during_load_loses_nothing_acknowledged(start_server):
-    store = fresh_store()
-    server = start_server("--counter-delay-ms", "0", store=store)
-    counters = [server.create("counter")["id"] for _ in range(20)]
+def hammer_until_killed(server: Server, counters: list[str], clients: int, acknowledged: int) -> list[Hammer]:
+    """Has `clients` hammers post to `counters` until `acknowledged` actions were acknowledged
+    (bounded), then kills the server (SIGKILL) and stops them. Returns them, with their counts."""
     stop = threading.Event()
-    hammers = [Hammer(server, counters, stop, seed) for seed in range(32)]
+    hammers = [Hammer(server, counters, stop, seed) for seed in range(clients)]
     for hammer in hammers:
         hammer.start()
-    # Kill once a good number of actions were acknowledged (bounded).
-    wait_for(lambda: sum(sum(h.acknowledged.values()) for h in hammers) >= 2000, timeout=30,
-             what="2,000 acknowledged actions")
+    wait_for(lambda: sum(sum(h.acknowledged.values()) for h in hammers) >= acknowledged, timeout=30,
+             what=f"{acknowledged:,} acknowledged actions")
     kill(server)
     stop.set()
     for hammer in hammers:
         hammer.join(timeout=10)
+    return hammers
+
+
+def test_kill_during_load_loses_nothing_acknowledged(start_server):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", store=store)
+    counters = [server.create("counter")["id"] for _ in range(20)]
+    hammers = hammer_until_killed(server, counters, clients=32, acknowledged=2000)
 
     restarted = start_server("--counter-delay-ms", "0", store=store)
     total_acknowledged = 0
@@ -194,16 +200,7 @@ def test_kill_during_async_load_never_shows_a_version_number_with_two_states(sta
     server = start_server("--counter-delay-ms", "0", "--durability", "async", store=store)
     counters = [server.create("counter")["id"] for _ in range(4)]
     streams = {counter: server.events(counter) for counter in counters}
-    stop = threading.Event()
-    hammers = [Hammer(server, counters, stop, seed) for seed in range(16)]
-    for hammer in hammers:
-        hammer.start()
-    wait_for(lambda: sum(sum(h.acknowledged.values()) for h in hammers) >= 1000, timeout=30,
-             what="1,000 acknowledged actions")
-    kill(server)
-    stop.set()
-    for hammer in hammers:
-        hammer.join(timeout=10)
+    hammer_until_killed(server, counters, clients=16, acknowledged=1000)
     # Every state each stream was shown before the crash (conflated under load, so some versions
     # are missing), by version.
     shown: dict[str, dict[int, str]] = {}
