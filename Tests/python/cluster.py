@@ -348,8 +348,34 @@ class Passage:
         return cls(method, uri, int(status), split(upstreams), split(statuses))
 
 
-class Nginx:
+class ForegroundProxy:
+    """A proxy run in the foreground on `port`: started until it listens, stopped by its PID."""
+
+    name = "proxy"
+    port: int
+    process: subprocess.Popen | None = None
+
+    def _launch(self, command: list[str], output: Path, logs: list[Path]) -> None:
+        """Runs `command` with its output to `output`, and waits until the proxy listens; on
+        failure, the tails of `logs` say why."""
+        with open(output, "w") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: port_open(self.port), READY_TIMEOUT, f"{self.name} listening",
+                       alive=lambda: self.process.poll() is None)
+        except ClusterError as error:
+            raise ClusterError("\n".join([str(error), *(tail(log) for log in logs)])) from None
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGTERM: open event streams are cut, not waited for)."""
+        if self.process is not None:
+            stop_process(self.process, signal.SIGTERM)
+
+
+class Nginx(ForegroundProxy):
     """nginx in the foreground with docker/nginx.conf rendered for 127.0.0.1."""
+
+    name = "nginx"
 
     def __init__(self, directory: Path, node_ports: list[int], source: Path = NGINX_CONF) -> None:
         self.directory = directory
@@ -362,7 +388,6 @@ class Nginx:
                                                  as_root=os.geteuid() == 0))
         self.error_log = directory / "error.log"
         self.access_log = directory / "access.log"
-        self.process: subprocess.Popen | None = None
 
     def _command(self, *extra: str) -> list[str]:
         # -e: the log for messages before the configuration is read (else /var/log/nginx).
@@ -373,19 +398,8 @@ class Nginx:
         return subprocess.run(self._command("-t"), capture_output=True, text=True, timeout=30)
 
     def start(self) -> None:
-        with open(self.directory / "nginx.out", "w") as out:
-            self.process = subprocess.Popen(self._command("-g", "daemon off;"), stdout=out,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            wait_until(lambda: port_open(self.port), READY_TIMEOUT, "nginx listening",
-                       alive=lambda: self.process.poll() is None)
-        except ClusterError as error:
-            raise ClusterError(f"{error}\n{tail(self.directory / 'nginx.out')}\n{tail(self.error_log)}") from None
-
-    def stop(self) -> None:
-        """Fast shutdown (SIGTERM: open event streams are cut, not waited for)."""
-        if self.process is not None:
-            stop_process(self.process, signal.SIGTERM)
+        output = self.directory / "nginx.out"
+        self._launch(self._command("-g", "daemon off;"), output, [output, self.error_log])
 
 
 HAPROXY_CFG = REPO_ROOT / "docker" / "haproxy.cfg"
@@ -428,8 +442,10 @@ def render_haproxy_cfg(text: str, *, listen_port: int, node_ports: list[int], se
     return "\n".join(output) + "\n"
 
 
-class HAProxy:
+class HAProxy(ForegroundProxy):
     """HAProxy in the foreground with docker/haproxy.cfg rendered for 127.0.0.1."""
+
+    name = "haproxy"
 
     def __init__(self, directory: Path, node_ports: list[int], served_by_header: bool = True) -> None:
         self.directory = directory
@@ -440,26 +456,14 @@ class HAProxy:
         self.config.write_text(render_haproxy_cfg(HAPROXY_CFG.read_text(), listen_port=self.port,
                                                   node_ports=node_ports, served_by_header=served_by_header))
         self.log = directory / "haproxy.log"
-        self.process: subprocess.Popen | None = None
 
     def test(self) -> subprocess.CompletedProcess:
         """`haproxy -c` on the rendered configuration."""
         return subprocess.run([self.binary, "-c", "-f", str(self.config)], capture_output=True, text=True, timeout=30)
 
     def start(self) -> None:
-        with open(self.log, "w") as out:
-            # -db: in the foreground; -W: master-worker, so SIGTERM stops it whole.
-            self.process = subprocess.Popen([self.binary, "-W", "-db", "-f", str(self.config)], stdout=out,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            wait_until(lambda: port_open(self.port), READY_TIMEOUT, "haproxy listening",
-                       alive=lambda: self.process.poll() is None)
-        except ClusterError as error:
-            raise ClusterError(f"{error}\n{tail(self.log)}") from None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            stop_process(self.process, signal.SIGTERM)
+        # -db: in the foreground; -W: master-worker, so SIGTERM stops it whole.
+        self._launch([self.binary, "-W", "-db", "-f", str(self.config)], self.log, [self.log])
 
 
 # The cluster ----------------------------------------------------------------------------------
