@@ -167,6 +167,8 @@ let package = Package(
         .target(name: "ProcessSpawning", dependencies: ["CProcessSpawning", "Locking"], path: "Tests/ProcessSpawning"),
         // Test support: a seeded random generator, so a failing random sequence can be replayed.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Store test support: sample sessions written as a server writes them, for any store.
+        .target(name: "StoreTestSupport", dependencies: ["ReactorHosting"], path: "Tests/StoreTestSupport"),
         .testTarget(name: "ProcessSpawningTests", dependencies: ["ProcessSpawning", "Locking"]),
         .testTarget(
             name: "ReactorCoreTests",
@@ -180,12 +182,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ReactorStoreSQLiteTests",
-            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON"]
+            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON",
+                           "StoreTestSupport"]
         ),
         // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
         .testTarget(
             name: "ReactorStorePostgresTests",
-            dependencies: ["ReactorStorePostgres", "ReactorHosting", "Locking", .product(name: "PostgresNIO", package: "postgres-nio"),
+            dependencies: ["ReactorStorePostgres", "ReactorStoreSQLite", "ReactorHosting", "Locking", "StoreTestSupport",
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),

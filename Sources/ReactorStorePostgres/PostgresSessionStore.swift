@@ -22,7 +22,7 @@ import ReactorHosting
 ///
 /// The schema is created, or checked, at start, under an advisory lock so that nodes starting
 /// together do not race.
-public final class PostgresSessionStore: SessionStore {
+public final class PostgresSessionStore: SessionExporting {
     /// The schema this code writes; a database with a higher one is refused.
     static let schemaVersion = 1
     /// What `reactor_meta` says this database holds.
@@ -119,7 +119,7 @@ public final class PostgresSessionStore: SessionStore {
 
     /// Creates the tables in a new database, or checks that an existing one is a session store
     /// of a schema this code reads; all in one transaction, so a refused database is left as it was.
-    private static func prepareSchema(on writer: PostgresLink, location: PostgresLocation,
+    static func prepareSchema(on writer: PostgresLink, location: PostgresLocation,
                                       logger: Logger) throws(SessionStoreError) {
         try writer.run { connection in
             try connection.run("BEGIN", logger: logger)
@@ -148,14 +148,17 @@ public final class PostgresSessionStore: SessionStore {
                     try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 // Added after the first schema; the schema number stays (a build without the
-                // column never sets it, and reads and writes the table as before). Altered only
+                // columns never sets them, and reads and writes the table as before). Altered only
                 // when missing: an ALTER TABLE locks the table against every node's queries.
-                let present = try connection.run("""
-                    SELECT 1 FROM information_schema.columns
-                    WHERE table_schema = current_schema() AND table_name = 'reactor_sessions' AND column_name = 'published_ahead'
-                    """, logger: logger).rows
-                if present.isEmpty {
-                    try connection.run("ALTER TABLE reactor_sessions ADD COLUMN published_ahead boolean NOT NULL DEFAULT false",
+                var present: Set<String> = []
+                for row in try connection.run("""
+                    SELECT column_name::text FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = 'reactor_sessions'
+                    """, logger: logger).rows {
+                    present.insert(try row.decode(String.self))
+                }
+                for (column, definition) in Self.columnsOfLaterBuilds where !present.contains(column) {
+                    try connection.run(PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
                                        logger: logger)
                 }
                 try connection.run("COMMIT", logger: logger)
@@ -165,6 +168,15 @@ public final class PostgresSessionStore: SessionStore {
             }
         }
     }
+
+    /// The sessions' columns added since the first schema, with their definitions: whether the
+    /// session's last process showed versions past the stored one (``StoredSession/publishedAhead``),
+    /// and the highest version clients may have been shown before a copy from a restored backup
+    /// (``StoredSession/shownThrough``).
+    private static let columnsOfLaterBuilds = [
+        ("published_ahead", "boolean NOT NULL DEFAULT false"),
+        ("shown_through", "bigint NOT NULL DEFAULT 0"),
+    ]
 
     private static let schemaStatements = [
         """
@@ -373,16 +385,53 @@ public final class PostgresSessionStore: SessionStore {
 
     /// Loads the session and claims it for this node.
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
+        guard let (stored, epoch) = try read(id: id, claiming: true) else { return nil }
+        claims.withLock { $0[id] = epoch }
+        return stored
+    }
+
+    /// Up to `limit` session ids in ascending order after `id`, for a copy to another store.
+    public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
+        let logger = self.logger
+        return try reader.run { connection in
+            try connection.run("SELECT id FROM reactor_sessions WHERE id > \(id ?? "") ORDER BY id LIMIT \(max(0, limit))",
+                               logger: logger).rows.map { try $0.decode(String.self) }
+        }
+    }
+
+    /// The session as ``load(id:)`` reads it, without claiming it.
+    public func export(id: String) throws(SessionStoreError) -> StoredSession? {
+        try read(id: id, claiming: false)?.session
+    }
+
+    /// The sessions some node holds a live claim on.
+    public func servedSessions() throws(SessionStoreError) -> Int {
+        let logger = self.logger
+        return try reader.run { connection in
+            guard let row = try connection.run("SELECT count(*) FROM reactor_sessions WHERE owner IS NOT NULL AND lease_until > now()",
+                                               logger: logger).rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
+        }
+    }
+
+    /// Reads the session in one transaction, claiming it for this node when `claiming`: then a
+    /// session another node's live lease holds throws ``SessionStoreError/Kind/ownedElsewhere``.
+    private func read(id: String, claiming: Bool) throws(SessionStoreError) -> (session: StoredSession, epoch: Int64)? {
         let logger = self.logger
         let lease = self.lease.timeInterval
+        let node = self.node
         let loaded = try reader.run { connection -> (StoredSession, Int64)?? in
             try connection.run("BEGIN", logger: logger)
             do {
-                let claim = connection.query("""
-                    UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
-                    WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
-                    RETURNING type, version, state, started_through, last_activity, epoch, published_ahead
-                    """, logger: logger)
+                let columns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through"
+                let session: PostgresQuery = claiming
+                    ? """
+                      UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
+                      WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
+                      RETURNING \(unescaped: columns)
+                      """
+                    : "SELECT \(unescaped: columns) FROM reactor_sessions WHERE id = \(id)"
+                let claim = connection.query(session, logger: logger)
                 let history = connection.query("SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
                                                logger: logger)
                 let actions = connection.query("SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
@@ -391,6 +440,10 @@ public final class PostgresSessionStore: SessionStore {
                 let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
                 let keyRows = try keys.wait().rows
                 guard let row = claimRows.first else {
+                    guard claiming else {
+                        try connection.run("COMMIT", logger: logger)
+                        return .some(nil)
+                    }
                     // Held by another node: ask it to hand the session over (the proxy routes
                     // the id here), and send the client on meanwhile.
                     let found = try connection.run("""
@@ -400,11 +453,12 @@ public final class PostgresSessionStore: SessionStore {
                     return found.isEmpty ? .some(nil) : nil
                 }
                 try connection.run("COMMIT", logger: logger)
-                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead)
-                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool).self)
+                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough)
+                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
                 var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
                                            startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
-                                           history: [], pendingActions: [], publishedAhead: publishedAhead)
+                                           history: [], pendingActions: [], publishedAhead: publishedAhead,
+                                           shownThrough: UInt64(bitPattern: shownThrough))
                 var versions: [SessionBatch.Version] = []
                 for historyRow in historyRows {
                     let bytes = try historyRow.decode(ByteBuffer.self)
@@ -433,9 +487,7 @@ public final class PostgresSessionStore: SessionStore {
         guard let found = loaded else {
             throw SessionStoreError(.ownedElsewhere, "another node serves this session")
         }
-        guard let (stored, epoch) = found else { return nil }
-        claims.withLock { $0[id] = epoch }
-        return stored
+        return found.map { (session: $0.0, epoch: $0.1) }
     }
 
     public func contains(id: String) throws(SessionStoreError) -> Bool {

@@ -18,7 +18,7 @@ import ReactorHosting
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
 /// is not a session store, or one written by a newer schema; and a store another process has
 /// open (``StoreFileLock``).
-public final class SQLiteSessionStore: SessionStore {
+public final class SQLiteSessionStore: SessionExporting {
     /// The schema this code writes; a store with a higher one is refused.
     static let schemaVersion = 2
     /// What the `meta` table says a session store is, so another application's database is refused.
@@ -578,6 +578,24 @@ public final class SQLiteSessionStore: SessionStore {
             stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending, keys: remembered)
             return (stored, complete)
         }
+    }
+
+    /// Sessions at a time in ascending id order, for a copy to another store.
+    public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
+        try reading { connection throws(SessionStoreError) -> [String] in
+            let statement = try connection.statement("SELECT id FROM sessions WHERE id > ? ORDER BY id LIMIT ?")
+            defer { statement.reset() }
+            statement.bind(1, id ?? "")
+            statement.bind(2, Int64(max(0, limit)))
+            var ids: [String] = []
+            while try statement.next() { ids.append(statement.text(0)) }
+            return ids
+        }
+    }
+
+    /// The session as ``load(id:)`` reads it: nothing here claims a session.
+    public func export(id: String) throws(SessionStoreError) -> StoredSession? {
+        try load(id: id)
     }
 
     public func contains(id: String) throws(SessionStoreError) -> Bool {

@@ -11,7 +11,7 @@ import ReactorStoreSQLite
 import ServiceLifecycle
 import Synchronization
 
-/// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves), `health` or `backup`.
+/// `reactor-server`: `serve` (the default: `reactor-server --port 8080` serves), or a command on the store or the server.
 @main
 struct ReactorServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,7 +19,7 @@ struct ReactorServerCommand: AsyncParsableCommand {
         abstract: "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events.",
         version: "reactor-server \(BuildInfo.version) (commit \(BuildInfo.commit))",
         subcommands: [ServerCommand.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self, CheckCommand.self,
-                      CompactCommand.self],
+                      CompactCommand.self, CopyCommand.self],
         defaultSubcommand: ServerCommand.self
     )
 }
@@ -350,20 +350,21 @@ enum StoreLocation {
     case sqlite(path: String, maxPageCount: Int?)
     case postgres(PostgresLocation)
 
-    init(_ text: String) throws {
+    /// Parses `text`, naming it `name` (the option or argument it came from) in what it refuses.
+    init(_ text: String, name: String = "--store") throws {
         if text == "memory" {
             self = .memory
             return
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             guard let location = PostgresLocation(url: text) else {
-                throw ValidationError("--store postgres:// needs a user, a host and a database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
+                throw ValidationError("\(name) postgres:// needs a user, a host and a database: postgres://USER[:PASSWORD]@HOST[:PORT]/DB")
             }
             self = .postgres(location)
             return
         }
         guard text.hasPrefix("sqlite:") else {
-            throw ValidationError("--store must be memory, sqlite:PATH or postgres://USER@HOST[:PORT]/DB, not '\(text)'")
+            throw ValidationError("\(name) must be memory, sqlite:PATH or postgres://USER@HOST[:PORT]/DB, not '\(text)'")
         }
         var path = String(text.dropFirst("sqlite:".count))
         var maxPageCount: Int?
@@ -371,11 +372,11 @@ enum StoreLocation {
             let option = path[path.index(after: query)...]
             path = String(path[..<query])
             guard option.hasPrefix("max_page_count="), let pages = Int(option.dropFirst("max_page_count=".count)), pages > 0 else {
-                throw ValidationError("--store sqlite:PATH takes only ?max_page_count=N (a positive number), not '?\(option)'")
+                throw ValidationError("\(name) sqlite:PATH takes only ?max_page_count=N (a positive number), not '?\(option)'")
             }
             maxPageCount = pages
         }
-        guard !path.isEmpty else { throw ValidationError("--store sqlite:PATH needs a path") }
+        guard !path.isEmpty else { throw ValidationError("\(name) sqlite:PATH needs a path") }
         self = .sqlite(path: path, maxPageCount: maxPageCount)
     }
 

@@ -1,0 +1,83 @@
+/// A store whose sessions can be read out whole without being served: the source of a copy to
+/// another store (``SessionCopy``), such as a move from the embedded store to a shared database.
+public protocol SessionExporting: SessionStore {
+    /// Up to `limit` ids of stored sessions, in ascending order, after `id` (nil: from the first).
+    func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String]
+
+    /// The stored session as ``SessionStore/load(id:)`` gives it, but read only: in a shared
+    /// store, nobody's claim on it changes. Nil when there is none.
+    func export(id: String) throws(SessionStoreError) -> StoredSession?
+
+    /// How many of its sessions running processes serve now (a claim on them is live), which a
+    /// copy would miss the later writes of; 0 for a store that one process at a time opens.
+    func servedSessions() throws(SessionStoreError) -> Int
+}
+
+extension SessionExporting {
+    /// A store that one process at a time opens: while the copy has it open, nobody serves it.
+    public func servedSessions() throws(SessionStoreError) -> Int { 0 }
+}
+
+/// Sessions being written into a store that held none, all of them or none: nothing is seen
+/// there until ``commit()``, and ``abandon()`` (or a process cut off before the commit) leaves
+/// the destination as it was.
+public protocol SessionImport: AnyObject {
+    /// Writes one session exactly as stored: its version, state, history, pending actions,
+    /// remembered idempotency keys and the versions clients may have been shown past it. It is
+    /// claimed by nobody: the first process that serves it claims it.
+    func add(id: String, session: StoredSession) throws(SessionStoreError)
+    /// Makes every added session part of the store, and syncs it to disk.
+    func commit() throws(SessionStoreError)
+    /// Drops every added session; the destination stays as it was.
+    func abandon()
+}
+
+/// Copies every session of one store into another that holds none (`reactor-server copy`).
+public enum SessionCopy {
+    /// What a copy wrote.
+    public struct Summary: Sendable, Equatable {
+        /// Sessions copied.
+        public var sessions: Int
+        /// Versions of their histories copied.
+        public var versions: Int
+        /// Accepted actions not yet settled, copied with their sessions (they run once, where the
+        /// session is next served).
+        public var pendingActions: Int
+    }
+
+    /// How many ids are read from the source at a time.
+    public static let pageSize = 512
+
+    /// Copies every session of `source` into `destination`, then commits it; abandons it on any
+    /// failure. Refuses a source whose sessions running processes serve.
+    /// - Throws: ``SessionStoreError`` saying what failed; the destination was left as it was.
+    public static func copy(from source: any SessionExporting, into destination: any SessionImport) throws(SessionStoreError) -> Summary {
+        do throws(SessionStoreError) {
+            let served = try source.servedSessions()
+            guard served == 0 else {
+                throw SessionStoreError(.unavailable, "\(served) session\(served == 1 ? " is" : "s are") served by running processes; "
+                                        + "stop them first (the sessions of a process that was killed are free once its lease has run out)")
+            }
+            var summary = Summary(sessions: 0, versions: 0, pendingActions: 0)
+            var last: String?
+            while true {
+                let ids = try source.storedIDs(after: last, limit: pageSize)
+                for id in ids {
+                    // Deleted since its id was listed: nothing to copy.
+                    guard let session = try source.export(id: id) else { continue }
+                    try destination.add(id: id, session: session)
+                    summary.sessions += 1
+                    summary.versions += session.history.count
+                    summary.pendingActions += session.pendingActions.count
+                }
+                guard ids.count == pageSize, let next = ids.last else { break }
+                last = next
+            }
+            try destination.commit()
+            return summary
+        } catch {
+            destination.abandon()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ReactorHosting
+import ReactorStorePostgres
+import ReactorStoreSQLite
+
+/// `reactor-server copy DESTINATION`: copies every session of the store into another one that
+/// holds none, such as from the embedded SQLite file to the PostgreSQL database several nodes
+/// share, or back.
+struct CopyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "copy",
+        abstract: "Copies every session of the store (--store) into DESTINATION, a store holding none: from the SQLite file to a PostgreSQL database several nodes share, or back. The servers must be stopped.",
+        discussion: """
+            Each session is copied whole: its id, version, state, history, the actions it accepted and had not yet applied, \
+            and the idempotency keys it remembers, so clients go on where they were against the new store. The store copied \
+            from is only read. DESTINATION is written all at once: a new SQLite file takes its name only when it is complete, \
+            and PostgreSQL commits it in one transaction, so a copy cut off leaves nothing there.
+            """
+    )
+
+    @Argument(help: "Where to copy to: sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB (a database holding no sessions).")
+    var destination: String
+
+    @Option(help: "The store to copy from: sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
+    var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+
+    @Option(parsing: .unconditional, help: "Versions of each session's history to copy, as the server's --history-size (HISTORY_SIZE).")
+    var historySize: Int = Environment.value("HISTORY_SIZE", default: 256)
+
+    func validate() throws {
+        if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        guard historySize > 0 else { throw ValidationError("\(Environment.setting("history-size")) must be positive, not \(historySize)") }
+    }
+
+    func run() throws {
+        let from = try StoreLocation(store, name: Environment.setting("store"))
+        let to = try StoreLocation(destination, name: "DESTINATION")
+        let summary = try SQLiteStoreOption.reporting("copy") { () throws(SessionStoreError) -> SessionCopy.Summary in
+            let source = try openSource(from)
+            defer { source.close() }
+            return try SessionCopy.copy(from: source, into: try openDestination(to))
+        }
+        let sessions = "\(summary.sessions) session\(summary.sessions == 1 ? "" : "s")"
+        print("copied \(sessions) (\(summary.versions) versions of history, \(summary.pendingActions) actions not yet applied) "
+              + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; \(Self.describe(from)) is unchanged")
+    }
+
+    /// The store to read, which must exist: a SQLite file is opened as a server opens it (its
+    /// lock refuses a server running on it), never made.
+    private func openSource(_ location: StoreLocation) throws(SessionStoreError) -> any SessionExporting {
+        switch location {
+        case .memory:
+            throw SessionStoreError(.unavailable, "--store memory keeps nothing, so there is nothing to copy")
+        case .sqlite(let path, _):
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw SessionStoreError(.unavailable, "there is no session store at \(path)")
+            }
+            return try SQLiteSessionStore(path: path, historyCapacity: historySize)
+        case .postgres(let location):
+            return try PostgresSessionStore(location: location, node: "copy-\(getpid())", lease: .seconds(4),
+                                            historyCapacity: historySize, logger: Logger(label: "reactor-server.postgres"))
+        }
+    }
+
+    private func openDestination(_ location: StoreLocation) throws(SessionStoreError) -> any SessionImport {
+        switch location {
+        case .memory:
+            throw SessionStoreError(.unavailable, "memory keeps nothing: copy to sqlite:PATH or postgres://…")
+        case .sqlite(let path, _):
+            return try SQLiteSessionImport(path: path)
+        case .postgres(let location):
+            return try PostgresSessionImport(location: location)
+        }
+    }
+
+    /// The store as messages name it (a PostgreSQL database without its password).
+    private static func describe(_ location: StoreLocation) -> String {
+        switch location {
+        case .memory: "memory"
+        case .sqlite(let path, _): path
+        case .postgres(let location): "\(location)"
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+import ReactorHosting
+import StoreTestSupport
+import Testing
+@testable import ReactorStoreSQLite
+
+/// A source that fails once it has given `failingAfter` sessions, as a store that breaks
+/// mid-copy would.
+private final class FailingSource: SessionExporting {
+    let store: SQLiteSessionStore
+    let failingAfter: Int
+    private let exported = Atomic<Int>(0)
+
+    init(_ store: SQLiteSessionStore, failingAfter: Int) {
+        self.store = store
+        self.failingAfter = failingAfter
+    }
+
+    func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] { try store.storedIDs(after: id, limit: limit) }
+    func export(id: String) throws(SessionStoreError) -> StoredSession? {
+        if exported.add(1, ordering: .relaxed).newValue > failingAfter { throw SessionStoreError(.unavailable, "the source broke") }
+        return try store.export(id: id)
+    }
+    func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
+    func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
+    func contains(id: String) throws(SessionStoreError) -> Bool { try store.contains(id: id) }
+    func count() throws(SessionStoreError) -> Int { try store.count() }
+    func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] { [] }
+    func close() { store.close() }
+}
+
+/// `reactor-server copy` between SQLite stores: every session whole, all or nothing, never over
+/// an existing file.
+@Suite struct SessionCopyTests {
+    @Test func everySessionIsCopiedWholeAcrossSeveralPages() throws {
+        let directory = try makeTemporaryDirectory("copy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        defer { source.close() }
+        // More than two pages of ids.
+        let ids = try SampleSessions.write(SessionCopy.pageSize * 2 + 7, into: source)
+        // A session a restored backup put back keeps the versions its clients may have seen.
+        let restored = ids[4]
+        try SQLiteConnection(path: source.path, create: false).execute("UPDATE sessions SET shown_through = 90 WHERE id = '\(restored)'")
+
+        let destination = directory.appendingPathComponent("copied/sessions.sqlite").path
+        let summary = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination))
+
+        #expect(summary.sessions == ids.count)
+        let copy = try SQLiteSessionStore(path: destination, historyCapacity: 8)
+        defer { copy.close() }
+        #expect(try copy.count() == ids.count)
+        var versions = 0
+        var pending = 0
+        for id in ids {
+            let original = try #require(try source.export(id: id))
+            #expect(try copy.load(id: id) == original)
+            versions += original.history.count
+            pending += original.pendingActions.count
+        }
+        #expect(summary.versions == versions && summary.pendingActions == pending)
+        // What the comparison covers is there to compare.
+        #expect(try copy.load(id: restored)?.shownThrough == 90)
+        #expect(try copy.load(id: ids[0])?.publishedAhead == true)
+        #expect(try copy.load(id: ids[5])?.pendingActions.map(\.seq) == [5])
+        #expect(try copy.load(id: ids[5])?.rememberedKeys.count == 5)
+        // Nothing is left beside the copy.
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("copied").path)
+        #expect(left.allSatisfy { !$0.contains("partial") })
+    }
+
+    @Test func aFileAtTheDestinationIsNeverWrittenOver() throws {
+        let directory = try makeTemporaryDirectory("copy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        defer { source.close() }
+        _ = try SampleSessions.write(3, into: source)
+        let destination = directory.appendingPathComponent("taken.sqlite").path
+        try Data("someone's file".utf8).write(to: URL(fileURLWithPath: destination))
+
+        #expect {
+            _ = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination))
+        } throws: { error in
+            "\(error)".contains("already exists")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == Data("someone's file".utf8))
+    }
+
+    @Test func aCopyCutOffLeavesNothingAtTheDestination() throws {
+        let directory = try makeTemporaryDirectory("copy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        _ = try SampleSessions.write(40, into: store)
+        let source = FailingSource(store, failingAfter: 25)
+        defer { source.close() }
+        let destination = directory.appendingPathComponent("copy.sqlite").path
+
+        #expect {
+            _ = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination))
+        } throws: { error in
+            "\(error)".contains("the source broke")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("copy") }
+        #expect(left.isEmpty)
+    }
+
+    @Test func aStoreAServerHasOpenCannotBeCopiedFrom() throws {
+        let directory = try makeTemporaryDirectory("copy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("source.sqlite").path
+        let serving = try SQLiteSessionStore(path: path, historyCapacity: 8)
+        defer { serving.close() }
+        // The copy opens its source as a server does: the lock refuses it.
+        #expect {
+            _ = try SQLiteSessionStore(path: path, historyCapacity: 8)
+        } throws: { error in
+            "\(error)".contains("in use by another process")
+        }
+    }
+}
