@@ -293,7 +293,7 @@ struct PostgresSessionStoreTests {
         }
     }
 
-    @Test func aDatabaseMadeBeforeTheMarkGainsItsColumnAndKeepsItsSessions() async throws {
+    @Test func aDatabaseMadeBeforeTheMarkGainsItsColumnsAndKeepsItsSessions() async throws {
         let database = "earlier_\(UInt32.random(in: 0...UInt32.max))"
         try await execute("CREATE DATABASE \(database)")
         var earlier = location
@@ -306,13 +306,14 @@ struct PostgresSessionStoreTests {
         }
         // As a build before the column left it.
         let connection = try await connect(to: database)
-        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead", logger: Logger(label: "test"))
+        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through",
+                                   logger: Logger(label: "test"))
         try await connection.close()
         let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
         defer { store.close() }
         let loaded = try #require(try store.load(id: id))
         #expect(loaded.state == bytes("0"))
-        #expect(!loaded.publishedAhead)
+        #expect(!loaded.publishedAhead && loaded.shownThrough == 0)
         _ = try store.commit([.publishingAhead(id: id)])
         #expect(try store.load(id: id)?.publishedAhead == true)
     }
