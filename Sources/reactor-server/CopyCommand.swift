@@ -42,8 +42,9 @@ struct CopyCommand: ParsableCommand {
             defer { source.close() }
             return try SessionCopy.copy(from: source, into: try openDestination(to))
         }
-        let sessions = "\(summary.sessions) session\(summary.sessions == 1 ? "" : "s")"
-        print("copied \(sessions) (\(summary.versions) versions of history, \(summary.pendingActions) actions not yet applied) "
+        func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+        print("copied \(counted(summary.sessions, "session")) (\(counted(summary.versions, "version")) of history, "
+              + "\(counted(summary.pendingActions, "action")) not yet applied) "
               + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; \(Self.describe(from)) is unchanged")
     }
 
