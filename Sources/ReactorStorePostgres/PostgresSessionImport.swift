@@ -19,8 +19,8 @@ public final class PostgresSessionImport: SessionImport {
     private var transaction: PostgresConnection.ID?
     /// Statements sent and not yet awaited: sessions are sent without waiting for each answer.
     private var unanswered: [EventLoopFuture<PostgresQueryResult>] = []
-    /// How many statements are sent before their answers are awaited.
-    private static let pipelineDepth = 256
+    /// How many statements (each a page of sessions) are sent before their answers are awaited.
+    private static let pipelineDepth = 16
 
     /// Makes or checks the schema at `location` and begins the copy's transaction.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
@@ -51,37 +51,83 @@ public final class PostgresSessionImport: SessionImport {
         }
     }
 
-    public func add(id: String, session: StoredSession) throws(SessionStoreError) {
-        let entries = session.history.isEmpty
-            ? [SessionBatch.Version(version: session.version, producedBy: 0, state: session.state)] : session.history
-        let chunk = ByteBuffer(bytes: HistoryChunk(entries: entries).encoded())
+    /// Sends the sessions as one statement per table, rows passed as arrays, without waiting for
+    /// the answers (``awaitAnswers()`` does, every few pages and at the commit).
+    public func add(_ sessions: [CopiedSession]) throws(SessionStoreError) {
+        guard !sessions.isEmpty else { return }
+        var rows = Rows()
+        for copied in sessions { rows.append(copied) }
         var queries: [PostgresQuery] = [
             """
             INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
                 published_ahead, shown_through)
-            VALUES (\(id), \(session.type), \(Int64(bitPattern: session.version)), \(ByteBuffer(bytes: session.state)),
-                \(Int64(bitPattern: session.startedThrough)), \(session.lastActivity), NULL, 0, NULL,
-                \(session.publishedAhead), \(Int64(bitPattern: session.shownThrough)))
+            SELECT id, type, version, state, started_through, last_activity, NULL, 0, NULL, published_ahead, shown_through
+            FROM unnest(\(rows.ids)::text[], \(rows.types)::text[], \(rows.versions)::bigint[], \(rows.states)::bytea[],
+                \(rows.startedThrough)::bigint[], \(rows.lastActivity)::bigint[], \(rows.publishedAhead)::boolean[],
+                \(rows.shownThrough)::bigint[])
+                AS t(id, type, version, state, started_through, last_activity, published_ahead, shown_through)
             """,
             """
             INSERT INTO reactor_history(id, first_version, last_version, versions)
-            VALUES (\(id), \(Int64(bitPattern: entries[0].version)), \(Int64(bitPattern: entries[entries.count - 1].version)), \(chunk))
+            SELECT * FROM unnest(\(rows.ids)::text[], \(rows.firstVersions)::bigint[], \(rows.lastVersions)::bigint[],
+                \(rows.chunks)::bytea[])
             """,
         ]
-        for pending in session.pendingActions {
+        if !rows.actionIDs.isEmpty {
             queries.append("""
-                INSERT INTO reactor_actions(id, seq, action) VALUES (\(id), \(Int64(bitPattern: pending.seq)), \(ByteBuffer(bytes: pending.action)))
+                INSERT INTO reactor_actions(id, seq, action)
+                SELECT * FROM unnest(\(rows.actionIDs)::text[], \(rows.actionSeqs)::bigint[], \(rows.actions)::bytea[])
                 """)
         }
-        for key in session.rememberedKeys {
+        if !rows.keyIDs.isEmpty {
             queries.append("""
                 INSERT INTO reactor_action_keys(id, key, seq, digest)
-                VALUES (\(id), \(key.key), \(Int64(bitPattern: key.seq)), \(Int64(bitPattern: key.digest)))
+                SELECT * FROM unnest(\(rows.keyIDs)::text[], \(rows.keys)::text[], \(rows.keySeqs)::bigint[],
+                    \(rows.keyDigests)::bigint[])
                 """)
         }
         try inTransaction { connection in
             for query in queries { unanswered.append(connection.query(query, logger: logger)) }
             if unanswered.count >= Self.pipelineDepth { try awaitAnswers() }
+        }
+    }
+
+    /// Sessions as the columns of the store's tables, one array per column.
+    private struct Rows {
+        var ids: [String] = [], types: [String] = [], versions: [Int64] = [], states: [ByteBuffer] = []
+        var startedThrough: [Int64] = [], lastActivity: [Int64] = [], publishedAhead: [Bool] = [], shownThrough: [Int64] = []
+        /// Each session's history, as one chunk, with its first and last versions.
+        var firstVersions: [Int64] = [], lastVersions: [Int64] = [], chunks: [ByteBuffer] = []
+        var actionIDs: [String] = [], actionSeqs: [Int64] = [], actions: [ByteBuffer] = []
+        var keyIDs: [String] = [], keys: [String] = [], keySeqs: [Int64] = [], keyDigests: [Int64] = []
+
+        mutating func append(_ copied: CopiedSession) {
+            let (id, session) = (copied.id, copied.session)
+            ids.append(id)
+            types.append(session.type)
+            versions.append(Int64(bitPattern: session.version))
+            states.append(ByteBuffer(bytes: session.state))
+            startedThrough.append(Int64(bitPattern: session.startedThrough))
+            lastActivity.append(session.lastActivity)
+            publishedAhead.append(session.publishedAhead)
+            shownThrough.append(Int64(bitPattern: session.shownThrough))
+            // A session stored without a history keeps its state as its history.
+            let entries = session.history.isEmpty
+                ? [SessionBatch.Version(version: session.version, producedBy: 0, state: session.state)] : session.history
+            firstVersions.append(Int64(bitPattern: entries[0].version))
+            lastVersions.append(Int64(bitPattern: entries[entries.count - 1].version))
+            chunks.append(ByteBuffer(bytes: HistoryChunk(entries: entries).encoded()))
+            for pending in session.pendingActions {
+                actionIDs.append(id)
+                actionSeqs.append(Int64(bitPattern: pending.seq))
+                actions.append(ByteBuffer(bytes: pending.action))
+            }
+            for key in session.rememberedKeys {
+                keyIDs.append(id)
+                keys.append(key.key)
+                keySeqs.append(Int64(bitPattern: key.seq))
+                keyDigests.append(Int64(bitPattern: key.digest))
+            }
         }
     }
 

@@ -399,10 +399,58 @@ public final class PostgresSessionStore: SessionExporting {
         }
     }
 
-    /// The session as ``load(id:)`` reads it, without claiming it.
-    public func export(id: String) throws(SessionStoreError) -> StoredSession? {
-        try read(id: id, claiming: false)?.session
+    /// The sessions as ``load(id:)`` reads them, without claiming them: one transaction, one
+    /// statement per table for all of them.
+    public func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession] {
+        guard !ids.isEmpty else { return [] }
+        let logger = self.logger
+        let (location, capacity) = (self.location, historyCapacity)
+        return try reader.run { connection in
+            try connection.run("BEGIN", logger: logger)
+            do {
+                let sessions = connection.query("""
+                    SELECT id, \(unescaped: Self.sessionColumns) FROM reactor_sessions WHERE id = ANY(\(ids))
+                    """, logger: logger)
+                let history = connection.query("""
+                    SELECT id, versions FROM reactor_history WHERE id = ANY(\(ids)) ORDER BY id, first_version
+                    """, logger: logger)
+                let actions = connection.query("""
+                    SELECT id, seq, action FROM reactor_actions WHERE id = ANY(\(ids)) ORDER BY id, seq
+                    """, logger: logger)
+                let keys = connection.query("SELECT id, key, seq, digest FROM reactor_action_keys WHERE id = ANY(\(ids))",
+                                            logger: logger)
+                var parts: [String: StoredSessionParts] = [:]
+                for row in try sessions.wait().rows {
+                    let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough)
+                        = try row.decode((String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
+                    parts[id] = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
+                                                   lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough)
+                }
+                for row in try history.wait().rows {
+                    let (id, versions) = try row.decode((String, ByteBuffer).self)
+                    parts[id]?.history.append(versions)
+                }
+                for row in try actions.wait().rows {
+                    let (id, seq, action) = try row.decode((String, Int64, ByteBuffer).self)
+                    parts[id]?.actions.append((seq, action))
+                }
+                for row in try keys.wait().rows {
+                    let (id, key, seq, digest) = try row.decode((String, String, Int64, Int64).self)
+                    parts[id]?.keys.append(RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest)))
+                }
+                try connection.run("COMMIT", logger: logger)
+                return try ids.compactMap { id in
+                    try parts[id].map { CopiedSession(id: id, session: try $0.stored(capacity: capacity, location: location)) }
+                }
+            } catch {
+                _ = try? connection.run("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
     }
+
+    /// A session's columns, as loads read them.
+    private static let sessionColumns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through"
 
     /// The sessions some node holds a live claim on.
     public func servedSessions() throws(SessionStoreError) -> Int {
@@ -423,7 +471,7 @@ public final class PostgresSessionStore: SessionExporting {
         let loaded = try reader.run { connection -> (StoredSession, Int64)?? in
             try connection.run("BEGIN", logger: logger)
             do {
-                let columns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through"
+                let columns = Self.sessionColumns
                 let session: PostgresQuery = claiming
                     ? """
                       UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
@@ -455,28 +503,15 @@ public final class PostgresSessionStore: SessionExporting {
                 try connection.run("COMMIT", logger: logger)
                 let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough)
                     = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
-                var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
-                                           startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
-                                           history: [], pendingActions: [], publishedAhead: publishedAhead,
-                                           shownThrough: UInt64(bitPattern: shownThrough))
-                var versions: [SessionBatch.Version] = []
-                for historyRow in historyRows {
-                    let bytes = try historyRow.decode(ByteBuffer.self)
-                    guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {
-                        throw SessionStoreError(.corrupt, "\(location): the stored history of a session is damaged")
-                    }
-                    versions += chunk.entries
-                }
-                var pending: [(seq: UInt64, action: [UInt8])] = []
-                for actionRow in actionRows {
-                    let (seq, action) = try actionRow.decode((Int64, ByteBuffer).self)
-                    pending.append((UInt64(bitPattern: seq), Array(buffer: action)))
-                }
-                let remembered = try keyRows.map { row in
+                var parts = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
+                                               lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough)
+                parts.history = try historyRows.map { try $0.decode(ByteBuffer.self) }
+                parts.actions = try actionRows.map { try $0.decode((Int64, ByteBuffer).self) }
+                parts.keys = try keyRows.map { row in
                     let (key, seq, digest) = try row.decode((String, Int64, Int64).self)
                     return RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest))
                 }
-                stored.restore(versions: versions, capacity: historyCapacity, pendingActions: pending, keys: remembered)
+                let stored = try parts.stored(capacity: historyCapacity, location: location)
                 return .some((stored, epoch))
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)
@@ -644,5 +679,40 @@ final class LeaseKeeper: Sendable {
     func stop() {
         stopping.signal()
         stopped.wait()
+    }
+}
+
+/// One session's rows as the store's tables hold them, put together into a ``StoredSession``.
+private struct StoredSessionParts {
+    let type: String
+    let version: Int64
+    let state: ByteBuffer
+    let startedThrough: Int64
+    let lastActivity: Int64
+    let publishedAhead: Bool
+    let shownThrough: Int64
+    /// Its history chunks, oldest first.
+    var history: [ByteBuffer] = []
+    /// Its pending actions, `(seq, action)`, by sequence.
+    var actions: [(Int64, ByteBuffer)] = []
+    var keys: [RememberedKey] = []
+
+    /// The session, its history trimmed to `capacity` versions.
+    /// - Throws: ``SessionStoreError/Kind/corrupt`` for a history chunk that does not decode.
+    func stored(capacity: Int, location: PostgresLocation) throws(SessionStoreError) -> StoredSession {
+        var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
+                                   startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
+                                   history: [], pendingActions: [], publishedAhead: publishedAhead,
+                                   shownThrough: UInt64(bitPattern: shownThrough))
+        var versions: [SessionBatch.Version] = []
+        for bytes in history {
+            guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {
+                throw SessionStoreError(.corrupt, "\(location): the stored history of a session is damaged")
+            }
+            versions += chunk.entries
+        }
+        stored.restore(versions: versions, capacity: capacity,
+                       pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
+        return stored
     }
 }

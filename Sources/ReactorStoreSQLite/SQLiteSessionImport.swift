@@ -44,8 +44,12 @@ public final class SQLiteSessionImport: SessionImport {
         }
     }
 
-    public func add(id: String, session: StoredSession) throws(SessionStoreError) {
+    public func add(_ sessions: [CopiedSession]) throws(SessionStoreError) {
         guard let connection else { throw SessionStoreError(.unavailable, "the copy into \(path) has ended") }
+        for copied in sessions { try add(id: copied.id, session: copied.session, on: connection) }
+    }
+
+    private func add(id: String, session: StoredSession, on connection: SQLiteConnection) throws(SessionStoreError) {
         let row = try connection.statement("""
             INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, shown_through)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -593,9 +593,13 @@ public final class SQLiteSessionStore: SessionExporting {
         }
     }
 
-    /// The session as ``load(id:)`` reads it: nothing here claims a session.
-    public func export(id: String) throws(SessionStoreError) -> StoredSession? {
-        try load(id: id)
+    /// The sessions as ``load(id:)`` reads them: nothing here claims a session.
+    public func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession] {
+        var sessions: [CopiedSession] = []
+        for id in ids {
+            if let session = try load(id: id) { sessions.append(CopiedSession(id: id, session: session)) }
+        }
+        return sessions
     }
 
     public func contains(id: String) throws(SessionStoreError) -> Bool {

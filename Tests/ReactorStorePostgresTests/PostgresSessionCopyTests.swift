@@ -59,7 +59,8 @@ struct PostgresSessionCopyTests {
         let node = try PostgresSessionStore(location: database, node: "a", lease: .seconds(30), historyCapacity: 8)
         defer { node.close() }
         #expect(try node.servedSessions() == 0)
-        for id in ids { #expect(try node.export(id: id) == (try sqlite.export(id: id))) }
+        #expect(try node.export(ids: ids) == (try sqlite.export(ids: ids)))
+        #expect(try node.export(ids: [ids[1], "no-such-session", ids[0]]).map(\.id) == [ids[1], ids[0]])
         // Unclaimed: the first node to serve one claims it.
         #expect(try node.load(id: ids[5])?.pendingActions.map(\.seq) == [5])
         #expect(try node.servedSessions() == 1)
@@ -72,7 +73,7 @@ struct PostgresSessionCopyTests {
         let copy = try SQLiteSessionStore(path: back, historyCapacity: 8)
         defer { copy.close() }
         // Marks go both ways: session 0 was marked, and the release cleared session 5's.
-        for id in ids where id != ids[5] { #expect(try copy.load(id: id) == (try sqlite.export(id: id))) }
+        for id in ids where id != ids[5] { #expect(try copy.load(id: id) == (try sqlite.export(ids: [id]).first?.session)) }
         #expect(try copy.load(id: ids[0])?.publishedAhead == true)
         #expect(try copy.load(id: ids[5])?.publishedAhead == false)
     }
@@ -93,7 +94,7 @@ struct PostgresSessionCopyTests {
         _ = try SQLiteRestore.restore(from: backup, to: sqlitePath)
         let sqlite = try SQLiteSessionStore(path: sqlitePath, historyCapacity: 8)
         defer { sqlite.close() }
-        let restored = try #require(try sqlite.export(id: id))
+        let restored = try #require(try sqlite.export(ids: [id]).first?.session)
         #expect(restored.version == 0 && restored.shownThrough == 9 + 65_536)
         let database = try await freshDatabase()
 
@@ -146,7 +147,7 @@ struct PostgresSessionCopyTests {
         let ids = try SampleSessions.write(20, into: sqlite)
         let database = try await freshDatabase()
         let destination = try PostgresSessionImport(location: database)
-        for id in ids.prefix(10) { try destination.add(id: id, session: try #require(try sqlite.export(id: id))) }
+        try destination.add(try sqlite.export(ids: Array(ids.prefix(10))))
 
         // As a restarted database or a dropped network would.
         try await run("""
@@ -155,7 +156,7 @@ struct PostgresSessionCopyTests {
             """, on: server)
         var failure: SessionStoreError?
         do {
-            for id in ids.dropFirst(10) { try destination.add(id: id, session: try #require(try sqlite.export(id: id))) }
+            try destination.add(try sqlite.export(ids: Array(ids.dropFirst(10))))
             try destination.commit()
         } catch {
             failure = error as? SessionStoreError

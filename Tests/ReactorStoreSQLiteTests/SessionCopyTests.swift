@@ -18,9 +18,9 @@ private final class FailingSource: SessionExporting {
     }
 
     func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] { try store.storedIDs(after: id, limit: limit) }
-    func export(id: String) throws(SessionStoreError) -> StoredSession? {
-        if exported.add(1, ordering: .relaxed).newValue > failingAfter { throw SessionStoreError(.unavailable, "the source broke") }
-        return try store.export(id: id)
+    func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession] {
+        if exported.add(ids.count, ordering: .relaxed).newValue > failingAfter { throw SessionStoreError(.unavailable, "the source broke") }
+        return try store.export(ids: ids)
     }
     func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> { try store.commit(writes) }
     func load(id: String) throws(SessionStoreError) -> StoredSession? { try store.load(id: id) }
@@ -54,7 +54,7 @@ private final class FailingSource: SessionExporting {
         var versions = 0
         var pending = 0
         for id in ids {
-            let original = try #require(try source.export(id: id))
+            let original = try #require(try source.export(ids: [id]).first?.session)
             #expect(try copy.load(id: id) == original)
             versions += original.history.count
             pending += original.pendingActions.count
@@ -91,8 +91,8 @@ private final class FailingSource: SessionExporting {
         let directory = try makeTemporaryDirectory("copy")
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
-        _ = try SampleSessions.write(40, into: store)
-        let source = FailingSource(store, failingAfter: 25)
+        _ = try SampleSessions.write(SessionCopy.pageSize * 2 + 3, into: store)
+        let source = FailingSource(store, failingAfter: SessionCopy.pageSize * 2)
         defer { source.close() }
         let destination = directory.appendingPathComponent("copy.sqlite").path
 

@@ -4,9 +4,10 @@ public protocol SessionExporting: SessionStore {
     /// Up to `limit` ids of stored sessions, in ascending order, after `id` (nil: from the first).
     func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String]
 
-    /// The stored session as ``SessionStore/load(id:)`` gives it, but read only: in a shared
-    /// store, nobody's claim on it changes. Nil when there is none.
-    func export(id: String) throws(SessionStoreError) -> StoredSession?
+    /// The stored sessions with these ids, as ``SessionStore/load(id:)`` gives them but read
+    /// only (in a shared store, nobody's claim on them changes), in the order of `ids`; an id
+    /// with no session (deleted since it was listed) is left out.
+    func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession]
 
     /// How many of its sessions running processes serve now (a claim on them is live), which a
     /// copy would miss the later writes of; 0 for a store that one process at a time opens.
@@ -22,14 +23,28 @@ extension SessionExporting {
 /// there until ``commit()``, and ``abandon()`` (or a process cut off before the commit) leaves
 /// the destination as it was.
 public protocol SessionImport: AnyObject {
-    /// Writes one session exactly as stored: its version, state, history, pending actions,
-    /// remembered idempotency keys and the versions clients may have been shown past it. It is
-    /// claimed by nobody: the first process that serves it claims it.
-    func add(id: String, session: StoredSession) throws(SessionStoreError)
+    /// Writes sessions exactly as stored: their versions, states, histories, pending actions,
+    /// remembered idempotency keys and the versions clients may have been shown past them. They
+    /// are claimed by nobody: the first process that serves one claims it.
+    func add(_ sessions: [CopiedSession]) throws(SessionStoreError)
     /// Makes every added session part of the store, and syncs it to disk.
     func commit() throws(SessionStoreError)
     /// Drops every added session; the destination stays as it was.
     func abandon()
+}
+
+/// A stored session with its id, as a copy moves it.
+public struct CopiedSession: Sendable, Equatable {
+    /// The session's id.
+    public var id: String
+    /// The session as stored.
+    public var session: StoredSession
+
+    /// A session to copy.
+    public init(id: String, session: StoredSession) {
+        self.id = id
+        self.session = session
+    }
 }
 
 /// Copies every session of one store into another that holds none (`reactor-server copy`).
@@ -62,13 +77,12 @@ public enum SessionCopy {
             var last: String?
             while true {
                 let ids = try source.storedIDs(after: last, limit: pageSize)
-                for id in ids {
-                    // Deleted since its id was listed: nothing to copy.
-                    guard let session = try source.export(id: id) else { continue }
-                    try destination.add(id: id, session: session)
-                    summary.sessions += 1
-                    summary.versions += session.history.count
-                    summary.pendingActions += session.pendingActions.count
+                let sessions = try source.export(ids: ids)
+                try destination.add(sessions)
+                summary.sessions += sessions.count
+                for copied in sessions {
+                    summary.versions += copied.session.history.count
+                    summary.pendingActions += copied.session.pendingActions.count
                 }
                 guard ids.count == pageSize, let next = ids.last else { break }
                 last = next
