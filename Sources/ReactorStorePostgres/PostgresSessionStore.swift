@@ -36,13 +36,13 @@ public final class PostgresSessionStore: SessionExporting {
     public let node: String
     /// How long a claim lasts unless renewed.
     public let lease: Duration
-    private let historyCapacity: Int
+    let historyCapacity: Int
     private let writer: PostgresLink
     /// Loads and look-ups, several at once (activations are served side by side).
-    private let reader: PostgresLinkPool
+    let reader: PostgresLinkPool
     /// Its own connection, so that a commit waiting on a row lock never holds up the renewals.
     private let renewer: PostgresLink
-    private let logger: Logger
+    let logger: Logger
     /// The epoch of each session this node has claimed.
     private let claims = Locked<[String: Int64]>([:])
     private let leaseKeeper: Locked<LeaseKeeper?> = Locked(nil)
@@ -390,78 +390,6 @@ public final class PostgresSessionStore: SessionExporting {
         return stored
     }
 
-    /// Up to `limit` session ids in ascending order after `id`, for a copy to another store.
-    public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
-        let logger = self.logger
-        return try reader.run { connection in
-            try connection.run("SELECT id FROM reactor_sessions WHERE id > \(id ?? "") ORDER BY id LIMIT \(max(0, limit))",
-                               logger: logger).rows.map { try $0.decode(String.self) }
-        }
-    }
-
-    /// The sessions as ``load(id:)`` reads them, without claiming them: one transaction, one
-    /// statement per table for all of them.
-    public func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession] {
-        guard !ids.isEmpty else { return [] }
-        let logger = self.logger
-        let (location, capacity) = (self.location, historyCapacity)
-        return try reader.run { connection in
-            try connection.run("BEGIN", logger: logger)
-            do {
-                let sessions = connection.query("""
-                    SELECT id, \(unescaped: Self.sessionColumns) FROM reactor_sessions WHERE id = ANY(\(ids))
-                    """, logger: logger)
-                let history = connection.query("""
-                    SELECT id, versions FROM reactor_history WHERE id = ANY(\(ids)) ORDER BY id, first_version
-                    """, logger: logger)
-                let actions = connection.query("""
-                    SELECT id, seq, action FROM reactor_actions WHERE id = ANY(\(ids)) ORDER BY id, seq
-                    """, logger: logger)
-                let keys = connection.query("SELECT id, key, seq, digest FROM reactor_action_keys WHERE id = ANY(\(ids))",
-                                            logger: logger)
-                var parts: [String: StoredSessionParts] = [:]
-                for row in try sessions.wait().rows {
-                    let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough)
-                        = try row.decode((String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
-                    parts[id] = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
-                                                   lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough)
-                }
-                for row in try history.wait().rows {
-                    let (id, versions) = try row.decode((String, ByteBuffer).self)
-                    parts[id]?.history.append(versions)
-                }
-                for row in try actions.wait().rows {
-                    let (id, seq, action) = try row.decode((String, Int64, ByteBuffer).self)
-                    parts[id]?.actions.append((seq, action))
-                }
-                for row in try keys.wait().rows {
-                    let (id, key, seq, digest) = try row.decode((String, String, Int64, Int64).self)
-                    parts[id]?.keys.append(RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest)))
-                }
-                try connection.run("COMMIT", logger: logger)
-                return try ids.compactMap { id in
-                    try parts[id].map { CopiedSession(id: id, session: try $0.stored(capacity: capacity, location: location)) }
-                }
-            } catch {
-                _ = try? connection.run("ROLLBACK", logger: logger)
-                throw error
-            }
-        }
-    }
-
-    /// A session's columns, as loads read them.
-    private static let sessionColumns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through"
-
-    /// The sessions some node holds a live claim on.
-    public func servedSessions() throws(SessionStoreError) -> Int {
-        let logger = self.logger
-        return try reader.run { connection in
-            guard let row = try connection.run("SELECT count(*) FROM reactor_sessions WHERE owner IS NOT NULL AND lease_until > now()",
-                                               logger: logger).rows.first else { return 0 }
-            return Int(try row.decode(Int64.self))
-        }
-    }
-
     /// Reads the session in one transaction, claiming it for this node when `claiming`: then a
     /// session another node's live lease holds throws ``SessionStoreError/Kind/ownedElsewhere``.
     private func read(id: String, claiming: Bool) throws(SessionStoreError) -> (session: StoredSession, epoch: Int64)? {
@@ -679,40 +607,5 @@ final class LeaseKeeper: Sendable {
     func stop() {
         stopping.signal()
         stopped.wait()
-    }
-}
-
-/// One session's rows as the store's tables hold them, put together into a ``StoredSession``.
-private struct StoredSessionParts {
-    let type: String
-    let version: Int64
-    let state: ByteBuffer
-    let startedThrough: Int64
-    let lastActivity: Int64
-    let publishedAhead: Bool
-    let shownThrough: Int64
-    /// Its history chunks, oldest first.
-    var history: [ByteBuffer] = []
-    /// Its pending actions, `(seq, action)`, by sequence.
-    var actions: [(Int64, ByteBuffer)] = []
-    var keys: [RememberedKey] = []
-
-    /// The session, its history trimmed to `capacity` versions.
-    /// - Throws: ``SessionStoreError/Kind/corrupt`` for a history chunk that does not decode.
-    func stored(capacity: Int, location: PostgresLocation) throws(SessionStoreError) -> StoredSession {
-        var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
-                                   startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
-                                   history: [], pendingActions: [], publishedAhead: publishedAhead,
-                                   shownThrough: UInt64(bitPattern: shownThrough))
-        var versions: [SessionBatch.Version] = []
-        for bytes in history {
-            guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {
-                throw SessionStoreError(.corrupt, "\(location): the stored history of a session is damaged")
-            }
-            versions += chunk.entries
-        }
-        stored.restore(versions: versions, capacity: capacity,
-                       pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
-        return stored
     }
 }
