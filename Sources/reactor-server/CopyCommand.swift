@@ -15,7 +15,7 @@ struct CopyCommand: ParsableCommand {
         discussion: """
             Each session is copied whole: its id, version, state, history, the actions it accepted and had not yet applied, \
             and the idempotency keys it remembers, so clients go on where they were against the new store. The store copied \
-            from is only read. DESTINATION is written all at once: a new SQLite file takes its name only when it is complete, \
+            from keeps its sessions as they were. DESTINATION is written all at once: a new SQLite file takes its name only when it is complete, \
             and PostgreSQL commits it in one transaction, so a copy cut off leaves nothing there.
             """
     )
@@ -31,6 +31,9 @@ struct CopyCommand: ParsableCommand {
 
     func validate() throws {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        guard destination.hasPrefix("sqlite:") || destination.hasPrefix("postgres://") || destination.hasPrefix("postgresql://") else {
+            throw ValidationError("DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")
+        }
         guard historySize > 0 else { throw ValidationError("\(Environment.setting("history-size")) must be positive, not \(historySize)") }
     }
 
@@ -45,7 +48,8 @@ struct CopyCommand: ParsableCommand {
         func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
         print("copied \(counted(summary.sessions, "session")) (\(counted(summary.versions, "version")) of history, "
               + "\(counted(summary.pendingActions, "action")) not yet applied) "
-              + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; \(Self.describe(from)) is unchanged")
+              + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; "
+              + "\(Self.describe(from)) keeps its sessions as they were")
     }
 
     /// The store to read, which must exist: a SQLite file is opened as a server opens it (its
@@ -68,7 +72,7 @@ struct CopyCommand: ParsableCommand {
     private func openDestination(_ location: StoreLocation) throws(SessionStoreError) -> any SessionImport {
         switch location {
         case .memory:
-            throw SessionStoreError(.unavailable, "memory keeps nothing: copy to sqlite:PATH or postgres://…")
+            throw SessionStoreError(.unavailable, "memory keeps nothing: copy to sqlite:PATH or postgres://…")  // refused by validate()
         case .sqlite(let path, _):
             return try SQLiteSessionImport(path: path)
         case .postgres(let location):
