@@ -3,51 +3,79 @@ import NIOCore
 import PostgresNIO
 import ReactorHosting
 
-/// Sessions copied from another store into a PostgreSQL database that holds none
-/// (``SessionCopy``), in one transaction: the nodes see none of them until it commits, and a copy
-/// cut off (killed, a lost connection) leaves the database as it was.
+/// Sessions copied from another store into a PostgreSQL database (``SessionCopy``), in one
+/// transaction: the nodes see none of them until it commits, and a copy cut off (killed, a lost
+/// connection) leaves the database as it was.
 ///
 /// The schema is made or checked first, as a node does at start. The sessions are stored
 /// unclaimed, so the node the proxy routes each id to claims it on its first request.
+///
+/// Into a database that holds no sessions (`reactor-server copy`), or in place of all it holds
+/// (`reactor-server restore`): then, as with a SQLite restore, a session the backup holds at an
+/// earlier version than the database did goes back to it, but its versions go on past the
+/// highest the replaced database may have shown (``StoredSession/shownThrough``).
 public final class PostgresSessionImport: SessionImport {
     /// Where the sessions go.
     public let location: PostgresLocation
-    private let link: PostgresLink
-    private let logger: Logger
-    /// The connection the transaction runs on: should the link connect again, the transaction
-    /// is gone, and nothing more may be written outside it.
-    private var transaction: PostgresConnection.ID?
+    /// Whether the sessions replace those the database held.
+    public let replacing: Bool
+    /// After a replacing import's ``commit()``: how many sessions went back to an earlier version
+    /// than the database held.
+    public private(set) var wentBack: Int?
+    private let transaction: PostgresTransaction
+    private var logger: Logger { transaction.logger }
     /// Statements sent and not yet awaited: sessions are sent without waiting for each answer.
     private var unanswered: [EventLoopFuture<PostgresQueryResult>] = []
     /// How many statements (each a page of sessions) are sent before their answers are awaited.
     private static let pipelineDepth = 16
 
-    /// Makes or checks the schema at `location` and begins the copy's transaction.
+    /// Makes or checks the schema at `location` and begins the import's transaction.
+    /// - Parameter replacing: whether the sessions replace all the database holds; else it must
+    ///   hold none. Either way no node may hold a live claim on a session.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
-    ///   store, or holds sessions already.
-    public init(location: PostgresLocation, timeout: Duration = PostgresSessionStore.defaultTimeout,
+    ///   store, holds sessions already (unless `replacing`), or nodes serve sessions.
+    public init(location: PostgresLocation, replacing: Bool = false, timeout: Duration = PostgresSessionStore.defaultTimeout,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
         self.location = location
+        self.replacing = replacing
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
-        self.logger = quiet
-        link = PostgresLink(location: location, logger: quiet, timeout: timeout)
+        let link = PostgresLink(location: location, logger: quiet, timeout: timeout)
         try PostgresSessionStore.prepareSchema(on: link, location: location, logger: quiet)
-        let found = try link.run { connection -> Int64 in
-            try connection.run("BEGIN", logger: quiet)
-            let rows = try connection.run("SELECT count(*) FROM reactor_sessions", logger: quiet).rows
-            let count = try rows.first?.decode(Int64.self) ?? 0
-            if count > 0 {
-                _ = try? connection.run("ROLLBACK", logger: quiet)
-            } else {
-                transaction = connection.id
+        link.close()
+        transaction = try PostgresTransaction(location: location, timeout: timeout, logger: quiet)
+        do throws(SessionStoreError) {
+            try transaction.run { connection in
+                if replacing {
+                    // A node starting meanwhile waits for the commit rather than serve what is replaced.
+                    try connection.run("""
+                        LOCK TABLE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys IN ACCESS EXCLUSIVE MODE
+                        """, logger: quiet)
+                }
+                let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
+                guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
+                if replacing {
+                    // The highest version the database may have shown of each session, kept for the commit.
+                    try connection.run("""
+                        CREATE TEMPORARY TABLE reactor_replaced_versions ON COMMIT DROP AS
+                        SELECT id, greatest(version + CASE WHEN published_ahead THEN \(Int64(GroupCommitter.versionsShownAheadLimit)) ELSE 0 END,
+                                            shown_through) AS shown
+                        FROM reactor_sessions
+                        """, logger: quiet)
+                    try connection.run("TRUNCATE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys",
+                                       logger: quiet)
+                } else {
+                    let rows = try connection.run("SELECT count(*) FROM reactor_sessions", logger: quiet).rows
+                    let count = try rows.first?.decode(Int64.self) ?? 0
+                    guard count == 0 else {
+                        throw SessionStoreError(.unavailable, "\(location) holds \(count) session\(count == 1 ? "" : "s") already; "
+                                                + "a copy never writes over a store, so copy into a database that holds none")
+                    }
+                }
             }
-            return count
-        }
-        guard found == 0 else {
-            link.close()
-            throw SessionStoreError(.unavailable, "\(location) holds \(found) session\(found == 1 ? "" : "s") already; "
-                                    + "a copy never writes over a store, so copy into a database that holds none")
+        } catch {
+            transaction.rollback()
+            throw error
         }
     }
 
@@ -86,7 +114,7 @@ public final class PostgresSessionImport: SessionImport {
                     \(rows.keyDigests)::bigint[])
                 """)
         }
-        try inTransaction { connection in
+        try transaction.run { connection in
             for query in queries { unanswered.append(connection.query(query, logger: logger)) }
             if unanswered.count >= Self.pipelineDepth { try awaitAnswers() }
         }
@@ -133,12 +161,19 @@ public final class PostgresSessionImport: SessionImport {
 
     public func commit() throws(SessionStoreError) {
         do throws(SessionStoreError) {
-            try inTransaction { connection in
+            let replacing = self.replacing
+            let logger = self.logger
+            let wentBack = try transaction.run { connection -> Int? in
                 try awaitAnswers()
-                try connection.run("COMMIT", logger: logger)
+                guard replacing else { return nil }
+                let marked = try connection.run("""
+                    UPDATE reactor_sessions AS s SET shown_through = r.shown FROM reactor_replaced_versions AS r
+                    WHERE s.id = r.id AND s.version < r.shown AND s.shown_through < r.shown
+                    """, logger: logger)
+                return marked.metadata.rows ?? 0
             }
-            transaction = nil
-            link.close()
+            try transaction.commit()
+            self.wentBack = wentBack
         } catch {
             abandon()
             throw error
@@ -147,15 +182,9 @@ public final class PostgresSessionImport: SessionImport {
 
     public func abandon() {
         // Answers to what was sent come first: the connection must be idle for the rollback.
-        if transaction != nil {
-            _ = try? inTransaction { connection in
-                for future in unanswered { _ = try? future.wait() }
-                unanswered = []
-                try connection.run("ROLLBACK", logger: logger)
-            }
-        }
-        transaction = nil
-        link.close()
+        for future in unanswered { _ = try? future.wait() }
+        unanswered = []
+        transaction.rollback()
     }
 
     /// Waits for every statement sent; the first that failed fails the copy.
@@ -167,16 +196,5 @@ public final class PostgresSessionImport: SessionImport {
             do { _ = try future.wait() } catch { failure = failure ?? error }
         }
         if let failure { throw failure }
-    }
-
-    /// Runs `body` on the transaction's connection; fails when the link lost it.
-    private func inTransaction(_ body: (PostgresConnection) throws -> Void) throws(SessionStoreError) {
-        let location = self.location
-        try link.run { connection in
-            guard let transaction, transaction == connection.id else {
-                throw SessionStoreError(.unavailable, "the connection to PostgreSQL at \(location) was lost during the copy; nothing was copied")
-            }
-            try body(connection)
-        }
     }
 }

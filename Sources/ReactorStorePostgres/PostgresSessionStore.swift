@@ -22,7 +22,7 @@ import ReactorHosting
 ///
 /// The schema is created, or checked, at start, under an advisory lock so that nodes starting
 /// together do not race.
-public final class PostgresSessionStore: SessionExporting {
+public final class PostgresSessionStore: SessionStore, SessionExporting {
     /// The schema this code writes; a database with a higher one is refused.
     static let schemaVersion = 1
     /// What `reactor_meta` says this database holds.

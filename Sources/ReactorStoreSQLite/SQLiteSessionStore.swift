@@ -18,7 +18,7 @@ import ReactorHosting
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
 /// is not a session store, or one written by a newer schema; and a store another process has
 /// open (``StoreFileLock``).
-public final class SQLiteSessionStore: SessionExporting {
+public final class SQLiteSessionStore: SessionStore, SessionExporting {
     /// The schema this code writes; a store with a higher one is refused.
     static let schemaVersion = 2
     /// What the `meta` table says a session store is, so another application's database is refused.

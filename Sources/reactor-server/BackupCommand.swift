@@ -1,15 +1,17 @@
 import ArgumentParser
 import Foundation
 import ReactorHosting
+import ReactorStorePostgres
 import ReactorStoreSQLite
 
-/// `reactor-server backup FILE`: copies the SQLite session store to a new file while the server
-/// keeps running, so a container without the `sqlite3` shell can be backed up:
-/// `docker compose exec reactor-server reactor-server backup /data/backup.sqlite`.
+/// `reactor-server backup FILE`: copies the session store to a new SQLite file while the servers
+/// keep running, so a container without the `sqlite3` shell can be backed up:
+/// `docker compose exec reactor-server reactor-server backup /data/backup.sqlite`. A PostgreSQL
+/// store is read as of one moment (``PostgresSnapshot``).
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
-        abstract: "Copies the SQLite session store to a new file, consistent as of one moment; safe while the server runs.",
+        abstract: "Copies the session store (SQLite or PostgreSQL) to a new SQLite file, consistent as of one moment; safe while the servers run.",
         discussion: "The copy holds every commit made before it began, compacted into one file, and is checked and synced to disk before it takes its name. `reactor-server restore FILE` puts it back."
     )
 
@@ -23,10 +25,24 @@ struct BackupCommand: ParsableCommand {
     }
 
     func run() throws {
-        let path = try store.path(toVerb: "back up", postgresInstead: "back it up with pg_dump")
+        if case .postgres(let location) = try store.location() {
+            let summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) -> SessionCopy.Summary in
+                let snapshot = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory)
+                defer { snapshot.close() }
+                return try SessionCopy.copy(from: snapshot, into: try SQLiteSessionImport(path: destination), whileServed: true)
+            }
+            let bytes = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
+            report(sessions: summary.sessions, from: "\(location)", bytes: bytes)
+            return
+        }
+        let path = try store.path(toVerb: "back up", postgresInstead: "")
         let summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) in
             try SQLiteBackup.copy(from: path, to: destination)
         }
-        print("backed up \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(path) to \(destination) (\(summary.bytes) bytes)")
+        report(sessions: summary.sessions, from: path, bytes: summary.bytes)
+    }
+
+    private func report(sessions: Int, from store: String, bytes: Int) {
+        print("backed up \(sessions) session\(sessions == 1 ? "" : "s") from \(store) to \(destination) (\(bytes) bytes)")
     }
 }

@@ -26,15 +26,11 @@ struct CopyCommand: ParsableCommand {
     @Option(help: "The store to copy from: sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
     var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
-    @Option(parsing: .unconditional, help: "Versions of each session's history to copy, as the server's --history-size (HISTORY_SIZE).")
-    var historySize: Int = Environment.value("HISTORY_SIZE", default: 256)
-
     func validate() throws {
         if let problem = Environment.firstProblem { throw ValidationError(problem) }
         guard destination.hasPrefix("sqlite:") || destination.hasPrefix("postgres://") || destination.hasPrefix("postgresql://") else {
             throw ValidationError("DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")
         }
-        guard historySize > 0 else { throw ValidationError("\(Environment.setting("history-size")) must be positive, not \(historySize)") }
     }
 
     func run() throws {
@@ -62,10 +58,10 @@ struct CopyCommand: ParsableCommand {
             guard FileManager.default.fileExists(atPath: path) else {
                 throw SessionStoreError(.unavailable, "there is no session store at \(path)")
             }
-            return try SQLiteSessionStore(path: path, historyCapacity: historySize)
+            return try SQLiteSessionStore(path: path, historyCapacity: SessionCopy.wholeHistory)
         case .postgres(let location):
             return try PostgresSessionStore(location: location, node: "copy-\(getpid())", lease: .seconds(4),
-                                            historyCapacity: historySize, logger: Logger(label: "reactor-server.postgres"))
+                                            historyCapacity: SessionCopy.wholeHistory, logger: Logger(label: "reactor-server.postgres"))
         }
     }
 

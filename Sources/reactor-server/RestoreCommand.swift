@@ -1,15 +1,17 @@
 import ArgumentParser
 import Foundation
 import ReactorHosting
+import ReactorStorePostgres
 import ReactorStoreSQLite
 
-/// `reactor-server restore FILE`: puts a backup in the SQLite session store's place while no
-/// server runs on it, keeping the store it replaces beside it.
+/// `reactor-server restore FILE`: puts a backup in the session store's place while no server
+/// serves it, keeping what it replaces: a SQLite store beside it, a PostgreSQL database's
+/// sessions in a backup beside `FILE`.
 struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Puts a backup in the SQLite session store's place; the server must be stopped.",
-        discussion: "The backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. A server running on the store makes the restore refuse, and a restore cut off leaves the old store or the backup, never a mix."
+        abstract: "Puts a backup in the session store's place (SQLite or PostgreSQL); the servers must be stopped.",
+        discussion: "SQLite: the backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. PostgreSQL: the database's sessions are first backed up to FILE.replaced-TIMESTAMP, then replaced by the backup's in one transaction. A server serving the store makes the restore refuse, and a restore cut off leaves the old sessions or the backup's, never a mix. Sessions that go back to an earlier state resume their versions past those the replaced store reached."
     )
 
     @OptionGroup var store: SQLiteStoreOption
@@ -22,19 +24,60 @@ struct RestoreCommand: ParsableCommand {
     }
 
     func run() throws {
-        let path = try store.path(toVerb: "restore", postgresInstead: "restore it with pg_restore or psql")
+        if case .postgres(let location) = try store.location() {
+            try restore(into: location)
+            return
+        }
+        let path = try store.path(toVerb: "restore", postgresInstead: "")
         let summary = try SQLiteStoreOption.reporting("restore") { () throws(SessionStoreError) in
             try SQLiteRestore.restore(from: backup, to: path)
         }
         print("restored \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(backup) to \(path)"
               + (summary.keptAside.map { "; the store it replaced is kept at \($0)" } ?? ""))
         if let wentBack = summary.wentBack {
-            print(wentBack == 1
-                  ? "1 session goes back to an earlier state; its versions go on past those the replaced store reached"
-                  : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
+            reportWentBack(wentBack)
         } else if summary.keptAside != nil {
             print("the replaced store could not be read: clients that saw its later versions are told, "
                   + "when they resume, that the session went back (event: rewound)")
         }
+    }
+
+    private func reportWentBack(_ wentBack: Int) {
+        print(wentBack == 1
+              ? "1 session goes back to an earlier state; its versions go on past those the replaced store reached"
+              : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
+    }
+
+    /// Restores the backup into a PostgreSQL database: refuses while nodes serve its sessions,
+    /// backs its sessions up beside the backup, then replaces them in one transaction.
+    private func restore(into location: PostgresLocation) throws {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let aside = "\(backup).replaced-\(formatter.string(from: Date()))"
+        let (restored, kept, wentBack) = try SQLiteStoreOption.reporting("restore") {
+            () throws(SessionStoreError) -> (SessionCopy.Summary, SessionCopy.Summary, Int?) in
+            let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
+            defer { source.close() }
+            let current = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory)
+            defer { current.close() }
+            let served = try current.servedSessions()
+            guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
+            let kept = try SessionCopy.copy(from: current, into: try SQLiteSessionImport(path: aside), whileServed: true)
+            current.close()
+            do throws(SessionStoreError) {
+                let replacing = try PostgresSessionImport(location: location, replacing: true)
+                let restored = try SessionCopy.copy(from: source, into: replacing)
+                return (restored, kept, replacing.wentBack)
+            } catch {
+                // Nothing was replaced: the database's sessions are where they were.
+                for suffix in ["", "-wal", "-shm"] { unlink(aside + suffix) }
+                throw error
+            }
+        }
+        print("restored \(restored.sessions) session\(restored.sessions == 1 ? "" : "s") from \(backup) to \(location); "
+              + "the \(kept.sessions) session\(kept.sessions == 1 ? "" : "s") it replaced \(kept.sessions == 1 ? "is" : "are") kept at \(aside)")
+        reportWentBack(wentBack ?? 0)
     }
 }

@@ -2,18 +2,22 @@ import ArgumentParser
 import Foundation
 import ReactorHosting
 
-/// The `--store` option of the commands that work on a SQLite store's file (`backup`,
-/// `restore`, `check`, `compact`): read as the server reads it, so in the image they need no
-/// argument for it.
+/// The `--store` option of the commands that work on a store (`backup`, `restore`, `check`,
+/// `compact`): read as the server reads it, so in the image they need no argument for it.
 struct SQLiteStoreOption: ParsableArguments {
-    @Option(help: "The store: sqlite:PATH, as the server's --store (STORE).")
+    @Option(help: "The store: sqlite:PATH, or for backup and restore postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
     var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+
+    /// Where `--store` says sessions are kept.
+    func location() throws -> StoreLocation {
+        if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        return try StoreLocation(store, name: Environment.setting("store"))
+    }
 
     /// The SQLite file `--store` names; refuses a memory or PostgreSQL store, saying what to
     /// use instead of `verb` ("back up", "restore", "check", "compact").
     func path(toVerb verb: String, postgresInstead: String) throws -> String {
-        if let problem = Environment.firstProblem { throw ValidationError(problem) }
-        switch try StoreLocation(store) {
+        switch try location() {
         case .memory:
             throw ValidationError("\(Environment.setting("store")) is memory: nothing is kept, so there is nothing to \(verb)")
         case .postgres:

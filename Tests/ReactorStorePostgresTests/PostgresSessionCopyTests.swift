@@ -165,4 +165,75 @@ struct PostgresSessionCopyTests {
         #expect(failure != nil)
         #expect(try await run("SELECT count(*) FROM reactor_sessions", on: database) == 0)
     }
+
+    @Test func aSnapshotReadsEverySessionAsOfItsStartWhileANodeWritesOn() async throws {
+        let database = try await freshDatabase()
+        let node = try PostgresSessionStore(location: database, node: "a", lease: .seconds(30), historyCapacity: 8)
+        defer { node.close() }
+        let ids = try SampleSessions.write(3, into: node)
+        let before = try node.export(ids: ids)
+
+        let snapshot = try PostgresSnapshot(location: database, historyCapacity: 8)
+        defer { snapshot.close() }
+        _ = try node.load(id: ids[2])
+        _ = try node.commit([.version(id: ids[2], version: 3, state: Array("3".utf8), startedThrough: 2, producedBy: 0, lastActivity: 9)])
+        #expect(try node.export(ids: [ids[2]]).first?.session.version == 3)
+
+        // As they were when it began: the node's claim and its later version are not in it.
+        #expect(try snapshot.servedSessions() == 0)
+        #expect(try snapshot.export(ids: try snapshot.storedIDs(after: nil, limit: 10)) == before.sorted { $0.id < $1.id })
+    }
+
+    @Test func aRestoreReplacesEverySessionAndItsVersionsGoOnPastTheReplacedOnes() async throws {
+        let database = try await freshDatabase()
+        let node = try PostgresSessionStore(location: database, node: "a", lease: .seconds(30), historyCapacity: 8)
+        defer { node.close() }
+        // Session 0 is marked as served ahead of the store, 1 has one version, 2 has two.
+        let ids = try SampleSessions.write(3, into: node)
+        let backup = temporaryFile("backup.sqlite")
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: backup).deletingLastPathComponent().path) }
+        do {
+            let snapshot = try PostgresSnapshot(location: database, historyCapacity: 8)
+            defer { snapshot.close() }
+            _ = try SessionCopy.copy(from: snapshot, into: try SQLiteSessionImport(path: backup), whileServed: true)
+        }
+        let backedUp = try node.export(ids: ids)
+        // After the backup: session 1 goes on to version 10, and a new session is made.
+        _ = try node.load(id: ids[1])
+        _ = try node.commit([.version(id: ids[1], version: 10, state: Array("10".utf8), startedThrough: 1, producedBy: 0, lastActivity: 9),
+                             .release(id: ids[1])])
+        let later = try SampleSessions.write(1, into: node)[0]
+
+        let source = try SQLiteBackupSource(path: backup, historyCapacity: 8)
+        defer { source.close() }
+        let restore = try PostgresSessionImport(location: database, replacing: true)
+        #expect(try SessionCopy.copy(from: source, into: restore).sessions == 3)
+
+        #expect(restore.wentBack == 2)
+        let restored = try node.export(ids: ids + [later])
+        #expect(restored.map(\.id) == ids)
+        var expected = backedUp
+        expected[0].session.shownThrough = 0 + 65_536  // its version, past any it may have shown ahead
+        expected[1].session.shownThrough = 10
+        #expect(restored == expected)
+        // The backup file is as it was: read through a copy, removed with it.
+        source.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: URL(fileURLWithPath: backup).deletingLastPathComponent().path)
+            .filter { $0.contains("reading") }.isEmpty)
+    }
+
+    @Test func aRestoreIsRefusedWhileANodeServesASessionAndChangesNothing() async throws {
+        let database = try await freshDatabase()
+        let node = try PostgresSessionStore(location: database, node: "a", lease: .seconds(30), historyCapacity: 8)
+        defer { node.close() }
+        let ids = try SampleSessions.write(2, into: node)
+        _ = try node.load(id: ids[0])
+
+        #expect {
+            _ = try PostgresSessionImport(location: database, replacing: true)
+        } throws: { error in
+            (error as? SessionStoreError)?.message.contains("1 session is served by running processes") == true
+        }
+        #expect(try await run("SELECT count(*) FROM reactor_sessions", on: database) == 2)
+    }
 }

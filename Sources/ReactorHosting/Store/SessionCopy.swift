@@ -1,6 +1,7 @@
-/// A store whose sessions can be read out whole without being served: the source of a copy to
-/// another store (``SessionCopy``), such as a move from the embedded store to a shared database.
-public protocol SessionExporting: SessionStore {
+/// Sessions that can be read out whole without being served: a store, or a snapshot of one, as
+/// the source of a copy to another store (``SessionCopy``), such as a move from the embedded store
+/// to a shared database, or a backup.
+public protocol SessionExporting: AnyObject {
     /// Up to `limit` ids of stored sessions, in ascending order, after `id` (nil: from the first).
     func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String]
 
@@ -12,6 +13,9 @@ public protocol SessionExporting: SessionStore {
     /// How many of its sessions running processes serve now (a claim on them is live), which a
     /// copy would miss the later writes of; 0 for a store that one process at a time opens.
     func servedSessions() throws(SessionStoreError) -> Int
+
+    /// Lets go of what reading took (connections, locks).
+    func close()
 }
 
 extension SessionExporting {
@@ -63,16 +67,24 @@ public enum SessionCopy {
     /// How many ids are read from the source at a time.
     public static let pageSize = 512
 
+    /// Why sessions cannot be copied or replaced: `count` of them are served by running processes.
+    public static func servedElsewhere(_ count: Int) -> SessionStoreError {
+        SessionStoreError(.unavailable, "\(count) session\(count == 1 ? " is" : "s are") served by running processes; "
+                          + "stop them first (the sessions of a process that was killed are free once its lease has run out)")
+    }
+
+    /// A history capacity past any a store keeps: to read every stored version of a session.
+    public static let wholeHistory = 1 << 20
+
     /// Copies every session of `source` into `destination`, then commits it; abandons it on any
-    /// failure. Refuses a source whose sessions running processes serve.
+    /// failure. Refuses a source whose sessions running processes serve, unless `whileServed`
+    /// (a backup of a consistent snapshot, which later writes do not concern).
     /// - Throws: ``SessionStoreError`` saying what failed; the destination was left as it was.
-    public static func copy(from source: any SessionExporting, into destination: any SessionImport) throws(SessionStoreError) -> Summary {
+    public static func copy(from source: any SessionExporting, into destination: any SessionImport,
+                            whileServed: Bool = false) throws(SessionStoreError) -> Summary {
         do throws(SessionStoreError) {
-            let served = try source.servedSessions()
-            guard served == 0 else {
-                throw SessionStoreError(.unavailable, "\(served) session\(served == 1 ? " is" : "s are") served by running processes; "
-                                        + "stop them first (the sessions of a process that was killed are free once its lease has run out)")
-            }
+            let served = whileServed ? 0 : try source.servedSessions()
+            guard served == 0 else { throw servedElsewhere(served) }
             var summary = Summary(sessions: 0, versions: 0, pendingActions: 0)
             var last: String?
             while true {

@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ReactorHosting
+
+/// The sessions of a backup file, read to restore them into another store (a PostgreSQL
+/// database) without changing the file: it is checked and copied beside itself
+/// (`FILE.reading-PID`), and the sessions are read from the copy, which ``close()`` removes.
+public final class SQLiteBackupSource: SessionExporting {
+    /// The backup.
+    public let path: String
+    private let copyPath: String
+    private let store: SQLiteSessionStore
+
+    /// Checks the backup at `path` and opens a copy of it.
+    /// - Parameter historyCapacity: versions of each session's history read (at least the latest).
+    /// - Throws: ``SessionStoreError`` naming the file when it is missing or not a session store.
+    public init(path: String, historyCapacity: Int) throws(SessionStoreError) {
+        self.path = path
+        copyPath = "\(path).reading-\(getpid())"
+        let backup = try StoreFileCopy.openStore(path, readOnly: true)
+        _ = try StoreFileCopy.write(backup, to: copyPath)
+        do throws(SessionStoreError) {
+            store = try SQLiteSessionStore(path: copyPath, historyCapacity: historyCapacity)
+        } catch {
+            Self.remove(copyPath)
+            throw error
+        }
+    }
+
+    public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
+        try store.storedIDs(after: id, limit: limit)
+    }
+
+    public func export(ids: [String]) throws(SessionStoreError) -> [CopiedSession] {
+        try store.export(ids: ids)
+    }
+
+    /// Nobody serves a backup.
+    public func servedSessions() throws(SessionStoreError) -> Int { 0 }
+
+    /// Closes and removes the copy.
+    public func close() {
+        store.close()
+        Self.remove(copyPath)
+    }
+
+    private static func remove(_ path: String) {
+        for suffix in ["", "-wal", "-shm", ".lock"] { unlink(path + suffix) }
+    }
+}
