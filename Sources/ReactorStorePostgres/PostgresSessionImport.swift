@@ -30,8 +30,8 @@ public final class PostgresSessionImport: SessionImport {
     private static let pipelineDepth = 16
 
     /// Makes or checks the schema at `location` and begins the import's transaction.
-    /// - Parameter replacing: whether the sessions replace all the database holds; else it must
-    ///   hold none. Either way no node may hold a live claim on a session.
+    /// - Parameter replacing: whether the sessions replace all the database holds (no node may
+    ///   hold a live claim on one); else it must hold none.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
     ///   store, holds sessions already (unless `replacing`), or nodes serve sessions.
     public init(location: PostgresLocation, replacing: Bool = false, timeout: Duration = PostgresSessionStore.defaultTimeout,
@@ -51,10 +51,8 @@ public final class PostgresSessionImport: SessionImport {
                     try connection.run("""
                         LOCK TABLE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys IN ACCESS EXCLUSIVE MODE
                         """, logger: quiet)
-                }
-                let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
-                guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
-                if replacing {
+                    let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
+                    guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
                     // The highest version the database may have shown of each session, kept for the commit.
                     try connection.run("""
                         CREATE TEMPORARY TABLE reactor_replaced_versions ON COMMIT DROP AS

@@ -81,3 +81,48 @@ def test_a_single_nodes_sessions_move_to_a_cluster_and_their_clients_go_on(start
     # The source is only read: the single node serves it on, as it was left.
     back = start_server("--counter-delay-ms", "0", store=store)
     assert state_of(back, todo) == todo_before
+
+
+def test_a_cluster_backed_up_while_serving_is_restored_past_every_version_shown(tmp_path, server_logs):
+    """`reactor-server backup` and `restore` on the PostgreSQL store: a snapshot taken beside the
+    running nodes, and a restore, with the nodes stopped, whose sessions go on past the versions
+    the replaced database reached."""
+    backup = tmp_path / "backup.sqlite"
+    with Cluster(tmp_path / "cluster", nodes=1) as cluster:
+        print(cluster.logs())
+        url = cluster.postgres.url
+        counter = cluster.create()["id"]
+        assert cluster.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+        at_backup = state_of(cluster, counter)
+        taken = subprocess.run([str(server_binary()), "backup", "--store", url, str(backup)],
+                               capture_output=True, text=True, timeout=120)
+        assert taken.returncode == 0, taken.stderr
+        assert taken.stdout.startswith(f"backed up 1 session from {url} to {backup}"), taken.stdout
+        assert backup.stat().st_mode & 0o777 == 0o600  # the ids in it are credentials
+        assert cluster.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+        later = state_of(cluster, counter)
+        other = cluster.create()["id"]  # made after the backup: the restore takes it away
+
+        def restore() -> subprocess.CompletedProcess:
+            return subprocess.run([str(server_binary()), "restore", "--store", url, str(backup)],
+                                  capture_output=True, text=True, timeout=120)
+
+        # The node serves the counter: refused, and nothing written.
+        refused = restore()
+        assert refused.returncode == 1 and "served by running processes" in refused.stderr, refused
+        assert [path.name for path in tmp_path.iterdir() if "replaced" in path.name] == []
+
+        assert cluster.stop_node(0) == 0
+        restored = restore()
+        assert restored.returncode == 0, restored.stderr
+        assert restored.stdout.startswith(f"restored 1 session from {backup} to {url}; the 2 sessions it replaced are kept at "), restored.stdout
+        assert "1 session goes back to an earlier state" in restored.stdout, restored.stdout
+        kept = restored.stdout.split(" are kept at ", 1)[1].splitlines()[0]
+        checked = subprocess.run([str(server_binary()), "check", kept], capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 0, checked
+
+        cluster.start_node(0)
+        now = state_of(cluster, counter)
+        assert now["state"] == at_backup["state"]
+        assert now["version"] > later["version"]
+        assert cluster.request("GET", f"/reactors/{other}").status == 404
