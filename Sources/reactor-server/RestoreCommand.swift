@@ -60,11 +60,15 @@ struct RestoreCommand: ParsableCommand {
             () throws(SessionStoreError) -> (SessionCopy.Summary, SessionCopy.Summary, Int?) in
             let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
             defer { source.close() }
-            let current = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory)
+            // A new database (a lost one) holds nothing to keep.
+            let current = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory, allowingNoStore: true)
             defer { current.close() }
             let served = try current.servedSessions()
             guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
-            let kept = try SessionCopy.copy(from: current, into: try SQLiteSessionImport(path: aside), whileServed: true)
+            let holdsSessions = try !current.storedIDs(after: nil, limit: 1).isEmpty
+            let kept = holdsSessions
+                ? try SessionCopy.copy(from: current, into: try SQLiteSessionImport(path: aside), whileServed: true)
+                : SessionCopy.Summary(sessions: 0, versions: 0, pendingActions: 0)
             current.close()
             do throws(SessionStoreError) {
                 let replacing = try PostgresSessionImport(location: location, replacing: true)
@@ -76,8 +80,10 @@ struct RestoreCommand: ParsableCommand {
                 throw error
             }
         }
-        print("restored \(restored.sessions) session\(restored.sessions == 1 ? "" : "s") from \(backup) to \(location); "
-              + "the \(kept.sessions) session\(kept.sessions == 1 ? "" : "s") it replaced \(kept.sessions == 1 ? "is" : "are") kept at \(aside)")
-        reportWentBack(wentBack ?? 0)
+        let replaced = kept.sessions == 0
+            ? "the database held none"
+            : "the \(kept.sessions) session\(kept.sessions == 1 ? "" : "s") it replaced \(kept.sessions == 1 ? "is" : "are") kept at \(aside)"
+        print("restored \(restored.sessions) session\(restored.sessions == 1 ? "" : "s") from \(backup) to \(location); \(replaced)")
+        if kept.sessions > 0 { reportWentBack(wentBack ?? 0) }
     }
 }

@@ -126,3 +126,12 @@ def test_a_cluster_backed_up_while_serving_is_restored_past_every_version_shown(
         assert now["state"] == at_backup["state"]
         assert now["version"] > later["version"]
         assert cluster.request("GET", f"/reactors/{other}").status == 404
+
+        # Onto a new database, as after losing one: nothing to keep aside, nothing to carry.
+        cluster.postgres.psql("CREATE DATABASE replacement")
+        new_url = url.rsplit("/", 1)[0] + "/replacement"
+        onto_new = subprocess.run([str(server_binary()), "restore", "--store", new_url, str(backup)],
+                                  capture_output=True, text=True, timeout=120)
+        assert onto_new.returncode == 0, onto_new.stderr
+        assert onto_new.stdout == f"restored 1 session from {backup} to {new_url}; the database held none\n", onto_new.stdout
+        assert cluster.postgres.psql("SELECT version FROM reactor_sessions", database="replacement") == str(at_backup["version"])

@@ -62,6 +62,13 @@ public enum SessionCopy {
         /// Accepted actions not yet settled, copied with their sessions (they run once, where the
         /// session is next served).
         public var pendingActions: Int
+
+        /// What a copy wrote.
+        public init(sessions: Int, versions: Int, pendingActions: Int) {
+            self.sessions = sessions
+            self.versions = versions
+            self.pendingActions = pendingActions
+        }
     }
 
     /// How many ids are read from the source at a time.
