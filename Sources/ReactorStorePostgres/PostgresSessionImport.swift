@@ -22,6 +22,8 @@ public final class PostgresSessionImport: SessionImport {
     /// After a replacing import's ``commit()``: how many sessions went back to an earlier version
     /// than the database held.
     public private(set) var wentBack: Int?
+    /// In a replacing import: how many sessions the database held, and were kept aside.
+    public private(set) var replacedSessions = 0
     private let transaction: PostgresTransaction
     private var logger: Logger { transaction.logger }
     /// Statements sent and not yet awaited: sessions are sent without waiting for each answer.
@@ -30,11 +32,16 @@ public final class PostgresSessionImport: SessionImport {
     private static let pipelineDepth = 16
 
     /// Makes or checks the schema at `location` and begins the import's transaction.
-    /// - Parameter replacing: whether the sessions replace all the database holds (no node may
-    ///   hold a live claim on one); else it must hold none.
+    /// - Parameters:
+    ///   - replacing: whether the sessions replace all the database holds (no node may hold a
+    ///     live claim on one); else it must hold none.
+    ///   - keptAside: in a replacing import, where the sessions it replaces are copied first, in
+    ///     the same transaction (so none written meanwhile is missed); committed before any is
+    ///     replaced, and abandoned when the database holds none.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
     ///   store, holds sessions already (unless `replacing`), or nodes serve sessions.
-    public init(location: PostgresLocation, replacing: Bool = false, timeout: Duration = PostgresSessionStore.defaultTimeout,
+    public init(location: PostgresLocation, replacing: Bool = false, keepingReplacedIn keptAside: (any SessionImport)? = nil,
+                timeout: Duration = PostgresSessionStore.defaultTimeout,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
         self.location = location
         self.replacing = replacing
@@ -53,6 +60,9 @@ public final class PostgresSessionImport: SessionImport {
                         """, logger: quiet)
                     let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
                     guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
+                    if let keptAside {
+                        replacedSessions = try Self.copyEverySession(on: connection, into: keptAside, location: location, logger: quiet)
+                    }
                     // The highest version the database may have shown of each session, kept for the commit.
                     try connection.run("""
                         CREATE TEMPORARY TABLE reactor_replaced_versions ON COMMIT DROP AS
@@ -72,9 +82,29 @@ public final class PostgresSessionImport: SessionImport {
                 }
             }
         } catch {
+            keptAside?.abandon()
             transaction.rollback()
             throw error
         }
+    }
+
+    /// Copies every session the database holds, read on `connection`, into `destination`, and
+    /// commits it when there was any (abandons it otherwise); returns how many.
+    private static func copyEverySession(on connection: PostgresConnection, into destination: any SessionImport,
+                                         location: PostgresLocation, logger: Logger) throws -> Int {
+        var copied = 0
+        var last: String?
+        while true {
+            let ids = try PostgresSessionStore.storedIDs(after: last, limit: SessionCopy.pageSize, on: connection, logger: logger)
+            let sessions = try PostgresSessionStore.export(ids: ids, on: connection, logger: logger,
+                                                           historyCapacity: SessionCopy.wholeHistory, location: location)
+            try destination.add(sessions)
+            copied += sessions.count
+            guard ids.count == SessionCopy.pageSize, let next = ids.last else { break }
+            last = next
+        }
+        if copied > 0 { try destination.commit() } else { destination.abandon() }
+        return copied
     }
 
     /// Sends the sessions as one statement per table, rows passed as arrays, without waiting for

@@ -11,17 +11,11 @@ public final class PostgresSnapshot: SessionExporting {
     public let location: PostgresLocation
     private let historyCapacity: Int
     private let transaction: PostgresTransaction
-    /// Whether the database holds a session store; a snapshot of one that does not is empty.
-    public let holdsStore: Bool
 
     /// Begins the snapshot.
-    /// - Parameters:
-    ///   - historyCapacity: versions of each session's history read (at least the latest).
-    ///   - allowingNoStore: whether a database without the store's tables (a new one) is read as
-    ///     holding no sessions, rather than refused.
+    /// - Parameter historyCapacity: versions of each session's history read (at least the latest).
     /// - Throws: ``SessionStoreError`` when the database cannot be reached or holds no session store.
-    public init(location: PostgresLocation, historyCapacity: Int, allowingNoStore: Bool = false,
-                timeout: Duration = PostgresSessionStore.defaultTimeout,
+    public init(location: PostgresLocation, historyCapacity: Int, timeout: Duration = PostgresSessionStore.defaultTimeout,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
         self.location = location
         self.historyCapacity = max(1, historyCapacity)
@@ -30,12 +24,11 @@ public final class PostgresSnapshot: SessionExporting {
         transaction = try PostgresTransaction(location: location, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                                               timeout: timeout, logger: quiet)
         do throws(SessionStoreError) {
-            holdsStore = try transaction.run { connection in
+            try transaction.run { connection in
                 let found = try connection.run("SELECT to_regclass('reactor_sessions') IS NOT NULL", logger: quiet).rows.first
-                return try found?.decode(Bool.self) == true
-            }
-            guard holdsStore || allowingNoStore else {
-                throw SessionStoreError(.unavailable, "\(location) holds no session store (no reactor_sessions table)")
+                guard try found?.decode(Bool.self) == true else {
+                    throw SessionStoreError(.unavailable, "\(location) holds no session store (no reactor_sessions table)")
+                }
             }
         } catch {
             transaction.rollback()
@@ -44,7 +37,6 @@ public final class PostgresSnapshot: SessionExporting {
     }
 
     public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
-        guard holdsStore else { return [] }
         let logger = transaction.logger
         return try transaction.run { connection in
             try PostgresSessionStore.storedIDs(after: id, limit: limit, on: connection, logger: logger)
@@ -60,7 +52,6 @@ public final class PostgresSnapshot: SessionExporting {
 
     /// The sessions nodes held a live claim on when the snapshot began.
     public func servedSessions() throws(SessionStoreError) -> Int {
-        guard holdsStore else { return 0 }
         let logger = transaction.logger
         return try transaction.run { connection in try PostgresSessionStore.servedSessions(on: connection, logger: logger) }
     }

@@ -48,8 +48,8 @@ struct RestoreCommand: ParsableCommand {
               : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
     }
 
-    /// Restores the backup into a PostgreSQL database: refuses while nodes serve its sessions,
-    /// backs its sessions up beside the backup, then replaces them in one transaction.
+    /// Restores the backup into a PostgreSQL database: refuses while nodes serve its sessions;
+    /// in one transaction, backs its sessions up beside the backup and replaces them.
     private func restore(into location: PostgresLocation) throws {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -57,33 +57,24 @@ struct RestoreCommand: ParsableCommand {
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
         let aside = "\(backup).replaced-\(formatter.string(from: Date()))"
         let (restored, kept, wentBack) = try SQLiteStoreOption.reporting("restore") {
-            () throws(SessionStoreError) -> (SessionCopy.Summary, SessionCopy.Summary, Int?) in
+            () throws(SessionStoreError) -> (SessionCopy.Summary, Int, Int?) in
             let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
             defer { source.close() }
-            // A new database (a lost one) holds nothing to keep.
-            let current = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory, allowingNoStore: true)
-            defer { current.close() }
-            let served = try current.servedSessions()
-            guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
-            let holdsSessions = try !current.storedIDs(after: nil, limit: 1).isEmpty
-            let kept = holdsSessions
-                ? try SessionCopy.copy(from: current, into: try SQLiteSessionImport(path: aside), whileServed: true)
-                : SessionCopy.Summary(sessions: 0, versions: 0, pendingActions: 0)
-            current.close()
+            let replacing = try PostgresSessionImport(location: location, replacing: true,
+                                                      keepingReplacedIn: try SQLiteSessionImport(path: aside))
             do throws(SessionStoreError) {
-                let replacing = try PostgresSessionImport(location: location, replacing: true)
                 let restored = try SessionCopy.copy(from: source, into: replacing)
-                return (restored, kept, replacing.wentBack)
+                return (restored, replacing.replacedSessions, replacing.wentBack)
             } catch {
                 // Nothing was replaced: the database's sessions are where they were.
                 for suffix in ["", "-wal", "-shm"] { unlink(aside + suffix) }
                 throw error
             }
         }
-        let replaced = kept.sessions == 0
+        let replaced = kept == 0
             ? "the database held none"
-            : "the \(kept.sessions) session\(kept.sessions == 1 ? "" : "s") it replaced \(kept.sessions == 1 ? "is" : "are") kept at \(aside)"
+            : "the \(kept) session\(kept == 1 ? "" : "s") it replaced \(kept == 1 ? "is" : "are") kept at \(aside)"
         print("restored \(restored.sessions) session\(restored.sessions == 1 ? "" : "s") from \(backup) to \(location); \(replaced)")
-        if kept.sessions > 0 { reportWentBack(wentBack ?? 0) }
+        if kept > 0 { reportWentBack(wentBack ?? 0) }
     }
 }

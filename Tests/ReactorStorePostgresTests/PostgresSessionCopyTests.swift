@@ -206,10 +206,17 @@ struct PostgresSessionCopyTests {
 
         let source = try SQLiteBackupSource(path: backup, historyCapacity: 8)
         defer { source.close() }
-        let restore = try PostgresSessionImport(location: database, replacing: true)
+        let aside = backup + ".replaced"
+        let restore = try PostgresSessionImport(location: database, replacing: true, keepingReplacedIn: try SQLiteSessionImport(path: aside))
         #expect(try SessionCopy.copy(from: source, into: restore).sessions == 3)
 
         #expect(restore.wentBack == 2)
+        // What it replaced is kept whole, as it was just before.
+        #expect(restore.replacedSessions == 4)
+        let kept = try SQLiteSessionStore(path: aside, historyCapacity: 8)
+        #expect(try kept.load(id: ids[1])?.version == 10)
+        #expect(try kept.load(id: later) != nil)
+        kept.close()
         let restored = try node.export(ids: ids + [later])
         #expect(restored.map(\.id) == ids)
         var expected = backedUp
