@@ -35,12 +35,13 @@ public final class PostgresSessionImport: SessionImport {
     /// - Parameters:
     ///   - replacing: whether the sessions replace all the database holds (no node may hold a
     ///     live claim on one); else it must hold none.
-    ///   - keptAside: in a replacing import, where the sessions it replaces are copied first, in
-    ///     the same transaction (so none written meanwhile is missed); committed before any is
-    ///     replaced, and abandoned when the database holds none.
+    ///   - keptAside: in a replacing import, makes where the sessions it replaces are copied
+    ///     first, in the same transaction (so none written meanwhile is missed), committed before
+    ///     any is replaced; not called when the database holds none.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
     ///   store, holds sessions already (unless `replacing`), or nodes serve sessions.
-    public init(location: PostgresLocation, replacing: Bool = false, keepingReplacedIn keptAside: (any SessionImport)? = nil,
+    public init(location: PostgresLocation, replacing: Bool = false,
+                keepingReplacedIn keptAside: (() throws(SessionStoreError) -> any SessionImport)? = nil,
                 timeout: Duration = PostgresSessionStore.defaultTimeout,
                 logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
         self.location = location
@@ -82,29 +83,35 @@ public final class PostgresSessionImport: SessionImport {
                 }
             }
         } catch {
-            keptAside?.abandon()
             transaction.rollback()
             throw error
         }
     }
 
-    /// Copies every session the database holds, read on `connection`, into `destination`, and
-    /// commits it when there was any (abandons it otherwise); returns how many.
-    private static func copyEverySession(on connection: PostgresConnection, into destination: any SessionImport,
+    /// Copies every session the database holds, read on `connection`, into what `makeDestination`
+    /// makes (only when there is any), and commits it; returns how many.
+    private static func copyEverySession(on connection: PostgresConnection,
+                                         into makeDestination: () throws(SessionStoreError) -> any SessionImport,
                                          location: PostgresLocation, logger: Logger) throws -> Int {
-        var copied = 0
-        var last: String?
-        while true {
-            let ids = try PostgresSessionStore.storedIDs(after: last, limit: SessionCopy.pageSize, on: connection, logger: logger)
-            let sessions = try PostgresSessionStore.export(ids: ids, on: connection, logger: logger,
-                                                           historyCapacity: SessionCopy.wholeHistory, location: location)
-            try destination.add(sessions)
-            copied += sessions.count
-            guard ids.count == SessionCopy.pageSize, let next = ids.last else { break }
-            last = next
+        var ids = try PostgresSessionStore.storedIDs(after: nil, limit: SessionCopy.pageSize, on: connection, logger: logger)
+        guard !ids.isEmpty else { return 0 }
+        let destination = try makeDestination()
+        do {
+            var copied = 0
+            while true {
+                let sessions = try PostgresSessionStore.export(ids: ids, on: connection, logger: logger,
+                                                               historyCapacity: SessionCopy.wholeHistory, location: location)
+                try destination.add(sessions)
+                copied += sessions.count
+                guard ids.count == SessionCopy.pageSize, let last = ids.last else { break }
+                ids = try PostgresSessionStore.storedIDs(after: last, limit: SessionCopy.pageSize, on: connection, logger: logger)
+            }
+            try destination.commit()
+            return copied
+        } catch {
+            destination.abandon()
+            throw error
         }
-        if copied > 0 { try destination.commit() } else { destination.abandon() }
-        return copied
     }
 
     /// Sends the sessions as one statement per table, rows passed as arrays, without waiting for

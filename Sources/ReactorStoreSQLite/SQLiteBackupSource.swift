@@ -22,7 +22,9 @@ public final class SQLiteBackupSource: SessionExporting {
     public init(path: String, historyCapacity: Int) throws(SessionStoreError) {
         self.path = path
         copyPath = "\(path).reading-\(getpid())"
-        let backup = try StoreFileCopy.openStore(path, readOnly: true)
+        // Not read-only: a read-only connection leaves the write-ahead log files it makes beside the
+        // backup; this one only reads, and removes them when it closes.
+        let backup = try StoreFileCopy.openStore(path)
         _ = try StoreFileCopy.write(backup, to: copyPath)
         do throws(SessionStoreError) {
             store = try SQLiteSessionStore(path: copyPath, historyCapacity: historyCapacity)

@@ -55,13 +55,17 @@ struct RestoreCommand: ParsableCommand {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let aside = "\(backup).replaced-\(formatter.string(from: Date()))"
+        // A name of its own, even for a second restore within the same second.
+        let stamp = "\(backup).replaced-\(formatter.string(from: Date()))"
+        let aside = sequence(first: 1) { $0 + 1 }.lazy.map { $0 == 1 ? stamp : "\(stamp)-\($0)" }
+            .first { !FileManager.default.fileExists(atPath: $0) } ?? stamp
         let (restored, kept, wentBack) = try SQLiteStoreOption.reporting("restore") {
             () throws(SessionStoreError) -> (SessionCopy.Summary, Int, Int?) in
             let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
             defer { source.close() }
-            let replacing = try PostgresSessionImport(location: location, replacing: true,
-                                                      keepingReplacedIn: try SQLiteSessionImport(path: aside))
+            let replacing = try PostgresSessionImport(location: location, replacing: true) { () throws(SessionStoreError) in
+                try SQLiteSessionImport(path: aside)
+            }
             do throws(SessionStoreError) {
                 let restored = try SessionCopy.copy(from: source, into: replacing)
                 return (restored, replacing.replacedSessions, replacing.wentBack)

@@ -207,7 +207,9 @@ struct PostgresSessionCopyTests {
         let source = try SQLiteBackupSource(path: backup, historyCapacity: 8)
         defer { source.close() }
         let aside = backup + ".replaced"
-        let restore = try PostgresSessionImport(location: database, replacing: true, keepingReplacedIn: try SQLiteSessionImport(path: aside))
+        let restore = try PostgresSessionImport(location: database, replacing: true, keepingReplacedIn: { () throws(SessionStoreError) in
+            try SQLiteSessionImport(path: aside)
+        })
         #expect(try SessionCopy.copy(from: source, into: restore).sessions == 3)
 
         #expect(restore.wentBack == 2)

@@ -5,6 +5,7 @@ where they were through the proxy."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -113,10 +114,15 @@ def test_a_cluster_backed_up_while_serving_is_restored_past_every_version_shown(
         assert [path.name for path in tmp_path.iterdir() if "replaced" in path.name] == []
 
         assert cluster.stop_node(0) == 0
+        backed_up = backup.read_bytes()
         restored = restore()
         assert restored.returncode == 0, restored.stderr
         assert restored.stdout.startswith(f"restored 1 session from {backup} to {url}; the 2 sessions it replaced are kept at "), restored.stdout
         assert "1 session goes back to an earlier state" in restored.stdout, restored.stdout
+        # The backup is only read: nothing changed, nothing left beside it.
+        assert backup.read_bytes() == backed_up
+        assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("backup.sqlite")) == [
+            "backup.sqlite", Path(restored.stdout.split(" are kept at ", 1)[1].splitlines()[0]).name]
         kept = restored.stdout.split(" are kept at ", 1)[1].splitlines()[0]
         checked = subprocess.run([str(server_binary()), "check", kept], capture_output=True, text=True, timeout=60)
         assert checked.returncode == 0, checked
