@@ -11,7 +11,7 @@ struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Puts a backup in the session store's place (SQLite or PostgreSQL); the servers must be stopped.",
-        discussion: "SQLite: the backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. PostgreSQL: the database's sessions are first backed up to FILE.replaced-TIMESTAMP, then replaced by the backup's in one transaction. A server serving the store makes the restore refuse, and a restore cut off leaves the old sessions or the backup's, never a mix. Sessions that go back to an earlier state resume their versions past those the replaced store reached."
+        discussion: "SQLite: the backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. PostgreSQL: in one transaction, the database's sessions are copied to a new file, FILE.replaced-TIMESTAMP, and replaced by the backup's. A server serving the store makes the restore refuse, and a restore cut off leaves the old sessions or the backup's, never a mix. Sessions that go back to an earlier state resume their versions past those the replaced store reached."
     )
 
     @OptionGroup var store: SQLiteStoreOption
