@@ -63,14 +63,15 @@ struct RestoreCommand: ParsableCommand {
             () throws(SessionStoreError) -> (SessionCopy.Summary, Int, Int?) in
             let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
             defer { source.close() }
-            let replacing = try PostgresSessionImport(location: location, replacing: true) { () throws(SessionStoreError) in
-                try SQLiteSessionImport(path: aside)
-            }
             do throws(SessionStoreError) {
+                let replacing = try PostgresSessionImport(location: location, replacing: true) { () throws(SessionStoreError) in
+                    try SQLiteSessionImport(path: aside)
+                }
                 let restored = try SessionCopy.copy(from: source, into: replacing)
                 return (restored, replacing.replacedSessions, replacing.wentBack)
             } catch {
-                // Nothing was replaced: the database's sessions are where they were.
+                // Nothing was replaced: the database's sessions are where they were, so the copy
+                // of them made meanwhile (if it was) goes.
                 for suffix in ["", "-wal", "-shm"] { unlink(aside + suffix) }
                 throw error
             }
