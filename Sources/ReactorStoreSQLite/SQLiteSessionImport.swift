@@ -17,6 +17,8 @@ import ReactorHosting
 public final class SQLiteSessionImport: SessionImport {
     /// Where the store will be.
     public let path: String
+    /// Whether ``commit()`` put the store at ``path``.
+    public private(set) var isCommitted = false
     private let partial: String
     private var connection: SQLiteConnection?
 
@@ -110,6 +112,7 @@ public final class SQLiteSessionImport: SessionImport {
                 if errno == EEXIST { throw Self.taken(path) }
                 throw SessionStoreError(.unavailable, "cannot write \(path): \(String(cString: strerror(errno)))")
             }
+            isCommitted = true
             removePartial()
             try StoreFileCopy.syncDirectory(of: path)
         } catch {

@@ -63,16 +63,19 @@ struct RestoreCommand: ParsableCommand {
             () throws(SessionStoreError) -> (SessionCopy.Summary, Int, Int?) in
             let source = try SQLiteBackupSource(path: backup, historyCapacity: SessionCopy.wholeHistory)
             defer { source.close() }
+            var keptAside: SQLiteSessionImport?
             do throws(SessionStoreError) {
                 let replacing = try PostgresSessionImport(location: location, replacing: true) { () throws(SessionStoreError) in
-                    try SQLiteSessionImport(path: aside)
+                    let made = try SQLiteSessionImport(path: aside)
+                    keptAside = made
+                    return made
                 }
                 let restored = try SessionCopy.copy(from: source, into: replacing)
                 return (restored, replacing.replacedSessions, replacing.wentBack)
             } catch {
                 // Nothing was replaced: the database's sessions are where they were, so the copy
-                // of them made meanwhile (if it was) goes.
-                for suffix in ["", "-wal", "-shm"] { unlink(aside + suffix) }
+                // of them made meanwhile, if it was, goes.
+                if keptAside?.isCommitted == true { unlink(aside) }
                 throw error
             }
         }
