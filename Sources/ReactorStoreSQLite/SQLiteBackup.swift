@@ -43,13 +43,8 @@ public enum SQLiteBackup {
         let sessions = try StoreFileCopy.write(store, to: partial)
         do throws(SessionStoreError) {
             try beforePublishing()
-            // A link, unlike a rename, refuses a name that is taken, so a file made there while
-            // the copy ran is left alone too.
-            guard link(partial, destination) == 0 else {
-                if errno == EEXIST { throw alreadyExists(destination) }
-                throw SessionStoreError(.unavailable, "cannot write the backup \(destination): \(String(cString: strerror(errno)))")
-            }
-            unlink(partial)
+            try StoreFileCopy.publish(partial, as: destination, naming: "the backup \(destination)",
+                                      taken: alreadyExists(destination))
             try StoreFileCopy.syncDirectory(of: destination)
             let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
             return Summary(sessions: sessions, bytes: size)

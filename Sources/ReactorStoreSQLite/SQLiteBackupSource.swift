@@ -29,7 +29,7 @@ public final class SQLiteBackupSource: SessionExporting {
         do throws(SessionStoreError) {
             store = try SQLiteSessionStore(path: copyPath, historyCapacity: historyCapacity)
         } catch {
-            Self.remove(copyPath)
+            StoreFileCopy.removeStore(at: copyPath)
             throw error
         }
     }
@@ -48,10 +48,6 @@ public final class SQLiteBackupSource: SessionExporting {
     /// Closes and removes the copy.
     public func close() {
         store.close()
-        Self.remove(copyPath)
-    }
-
-    private static func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm", ".lock"] { unlink(path + suffix) }
+        StoreFileCopy.removeStore(at: copyPath)
     }
 }

@@ -116,6 +116,15 @@ public enum SQLiteRestore {
         }
     }
 
+    /// `date` as the names of what a restore keeps aside carry it: `20261126T051500Z`.
+    public static func stamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: date)
+    }
+
     /// Folds the old store's write-ahead log into it when it can, then gives its files a second
     /// name beside it: the database is linked (it keeps its name until the backup takes it), its
     /// log and shared-memory index are moved, so they cannot be replayed onto the backup.
@@ -125,11 +134,7 @@ public enum SQLiteRestore {
         if let old = try? SQLiteConnection(path: store, create: false) {
             try? old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let aside = "\(store).before-restore-\(formatter.string(from: now))"
+        let aside = "\(store).before-restore-\(stamp(now))"
         guard link(store, aside) == 0 else {
             let reason = errno == EEXIST ? "\(aside) already exists" : String(cString: strerror(errno))
             throw SessionStoreError(.unavailable, "cannot keep the store \(store) aside: \(reason)")

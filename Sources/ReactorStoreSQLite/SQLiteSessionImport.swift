@@ -41,7 +41,7 @@ public final class SQLiteSessionImport: SessionImport {
             try connection.execute("BEGIN IMMEDIATE")
             self.connection = connection
         } catch {
-            removePartial()
+            StoreFileCopy.removeStore(at: partial)
             throw error
         }
     }
@@ -99,21 +99,12 @@ public final class SQLiteSessionImport: SessionImport {
             try connection.execute("COMMIT")
             // Into the file, so that the file alone is the whole store when it takes its name.
             try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            let check = try connection.statement("PRAGMA quick_check")
-            guard try check.next(), check.text(0) == "ok" else {
-                let result = check.text(0)
-                check.reset()
-                throw SessionStoreError(.corrupt, "the copy at \(partial) did not pass SQLite's check: \(result)")
-            }
-            check.reset()
             self.connection = nil
+            _ = try StoreFileCopy.check(partial)
             try StoreFileCopy.sync(partial)
-            guard link(partial, path) == 0 else {
-                if errno == EEXIST { throw Self.taken(path) }
-                throw SessionStoreError(.unavailable, "cannot write \(path): \(String(cString: strerror(errno)))")
-            }
+            try StoreFileCopy.publish(partial, as: path, naming: path, taken: Self.taken(path))
             isCommitted = true
-            removePartial()
+            StoreFileCopy.removeStore(at: partial)
             try StoreFileCopy.syncDirectory(of: path)
         } catch {
             abandon()
@@ -124,12 +115,7 @@ public final class SQLiteSessionImport: SessionImport {
     public func abandon() {
         if let connection { try? connection.execute("ROLLBACK") }
         connection = nil
-        removePartial()
-    }
-
-    /// Removes the store made under the partial name, with the files SQLite keeps beside it.
-    private func removePartial() {
-        for suffix in ["", "-wal", "-shm", ".lock"] { unlink(partial + suffix) }
+        StoreFileCopy.removeStore(at: partial)
     }
 
     private static func taken(_ path: String) -> SessionStoreError {

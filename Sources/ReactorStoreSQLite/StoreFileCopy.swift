@@ -54,7 +54,7 @@ enum StoreFileCopy {
     }
 
     /// Runs SQLite's quick check on the copy at `path`; returns how many sessions it holds.
-    private static func check(_ path: String) throws(SessionStoreError) -> Int {
+    static func check(_ path: String) throws(SessionStoreError) -> Int {
         let copy = try SQLiteConnection(path: path, create: false)
         let check = try copy.statement("PRAGMA quick_check")
         defer { check.reset() }
@@ -62,6 +62,25 @@ enum StoreFileCopy {
             throw SessionStoreError(.corrupt, "the copy at \(path) did not pass SQLite's check: \(check.text(0))")
         }
         return try SQLiteSessionStore.countSessions(on: copy)
+    }
+
+    /// Gives the checked, synced copy at `partial` the name `destination` and drops its partial
+    /// name. A link, unlike a rename, refuses a name that is taken, so a file made there
+    /// meanwhile is left alone: `taken` is thrown then; `what` names the destination in other
+    /// failures. The caller syncs the directory.
+    static func publish(_ partial: String, as destination: String, naming what: String,
+                        taken: @autoclosure () -> SessionStoreError) throws(SessionStoreError) {
+        guard link(partial, destination) == 0 else {
+            if errno == EEXIST { throw taken() }
+            throw SessionStoreError(.unavailable, "cannot write \(what): \(String(cString: strerror(errno)))")
+        }
+        unlink(partial)
+    }
+
+    /// Removes a store this process made at `path`, with the files SQLite and the store's lock
+    /// keep beside it.
+    static func removeStore(at path: String) {
+        for suffix in ["", "-wal", "-shm", ".lock"] { unlink(path + suffix) }
     }
 
     /// Syncs the file or directory at `path` to disk.

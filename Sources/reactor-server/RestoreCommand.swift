@@ -51,12 +51,8 @@ struct RestoreCommand: ParsableCommand {
     /// Restores the backup into a PostgreSQL database: refuses while nodes serve its sessions;
     /// in one transaction, backs its sessions up beside the backup and replaces them.
     private func restore(into location: PostgresLocation) throws {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
         // A name of its own, even for a second restore within the same second.
-        let stamp = "\(backup).replaced-\(formatter.string(from: Date()))"
+        let stamp = "\(backup).replaced-\(SQLiteRestore.stamp(Date()))"
         let aside = sequence(first: 1) { $0 + 1 }.lazy.map { $0 == 1 ? stamp : "\(stamp)-\($0)" }
             .first { !FileManager.default.fileExists(atPath: $0) } ?? stamp
         let (restored, kept, wentBack) = try SQLiteStoreOption.reporting("restore") {
