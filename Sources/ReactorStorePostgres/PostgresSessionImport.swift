@@ -53,17 +53,22 @@ public final class PostgresSessionImport: SessionImport {
         link.close()
         transaction = try PostgresTransaction(location: location, timeout: timeout, logger: quiet)
         do throws(SessionStoreError) {
-            try transaction.run { connection in
-                if replacing {
+            if replacing {
+                try transaction.run { connection in
                     // A node starting meanwhile waits for the commit rather than serve what is replaced.
                     try connection.run("""
                         LOCK TABLE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys IN ACCESS EXCLUSIVE MODE
                         """, logger: quiet)
                     let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
                     guard served == 0 else { throw SessionCopy.servedElsewhere(served) }
-                    if let keptAside {
-                        replacedSessions = try Self.copyEverySession(on: connection, into: keptAside, location: location, logger: quiet)
+                }
+                if let keptAside {
+                    let replaced = PostgresSnapshot(within: transaction, historyCapacity: SessionCopy.wholeHistory)
+                    if try !replaced.storedIDs(after: nil, limit: 1).isEmpty {
+                        replacedSessions = try SessionCopy.copy(from: replaced, into: try keptAside(), whileServed: true).sessions
                     }
+                }
+                try transaction.run { connection in
                     // The highest version the database may have shown of each session, kept for the commit.
                     try connection.run("""
                         CREATE TEMPORARY TABLE reactor_replaced_versions ON COMMIT DROP AS
@@ -73,7 +78,9 @@ public final class PostgresSessionImport: SessionImport {
                         """, logger: quiet)
                     try connection.run("TRUNCATE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys",
                                        logger: quiet)
-                } else {
+                }
+            } else {
+                try transaction.run { connection in
                     let rows = try connection.run("SELECT count(*) FROM reactor_sessions", logger: quiet).rows
                     let count = try rows.first?.decode(Int64.self) ?? 0
                     guard count == 0 else {
@@ -84,32 +91,6 @@ public final class PostgresSessionImport: SessionImport {
             }
         } catch {
             transaction.rollback()
-            throw error
-        }
-    }
-
-    /// Copies every session the database holds, read on `connection`, into what `makeDestination`
-    /// makes (only when there is any), and commits it; returns how many.
-    private static func copyEverySession(on connection: PostgresConnection,
-                                         into makeDestination: () throws(SessionStoreError) -> any SessionImport,
-                                         location: PostgresLocation, logger: Logger) throws -> Int {
-        var ids = try PostgresSessionStore.storedIDs(after: nil, limit: SessionCopy.pageSize, on: connection, logger: logger)
-        guard !ids.isEmpty else { return 0 }
-        let destination = try makeDestination()
-        do {
-            var copied = 0
-            while true {
-                let sessions = try PostgresSessionStore.export(ids: ids, on: connection, logger: logger,
-                                                               historyCapacity: SessionCopy.wholeHistory, location: location)
-                try destination.add(sessions)
-                copied += sessions.count
-                guard ids.count == SessionCopy.pageSize, let last = ids.last else { break }
-                ids = try PostgresSessionStore.storedIDs(after: last, limit: SessionCopy.pageSize, on: connection, logger: logger)
-            }
-            try destination.commit()
-            return copied
-        } catch {
-            destination.abandon()
             throw error
         }
     }

@@ -11,6 +11,8 @@ public final class PostgresSnapshot: SessionExporting {
     public let location: PostgresLocation
     private let historyCapacity: Int
     private let transaction: PostgresTransaction
+    /// Whether the transaction is the snapshot's own, which ``close()`` ends.
+    private let ownsTransaction: Bool
 
     /// Begins the snapshot.
     /// - Parameter historyCapacity: versions of each session's history read (at least the latest).
@@ -23,6 +25,7 @@ public final class PostgresSnapshot: SessionExporting {
         quiet.logLevel = max(logger.logLevel, .notice)
         transaction = try PostgresTransaction(location: location, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                                               timeout: timeout, logger: quiet)
+        ownsTransaction = true
         do throws(SessionStoreError) {
             try transaction.run { connection in
                 let found = try connection.run("SELECT to_regclass('reactor_sessions') IS NOT NULL", logger: quiet).rows.first
@@ -34,6 +37,15 @@ public final class PostgresSnapshot: SessionExporting {
             transaction.rollback()
             throw error
         }
+    }
+
+    /// The sessions as `transaction`, which goes on after the snapshot, sees them: what a
+    /// restore replaces, read under its lock.
+    init(within transaction: PostgresTransaction, historyCapacity: Int) {
+        location = transaction.location
+        self.historyCapacity = max(1, historyCapacity)
+        self.transaction = transaction
+        ownsTransaction = false
     }
 
     public func storedIDs(after id: String?, limit: Int) throws(SessionStoreError) -> [String] {
@@ -56,8 +68,8 @@ public final class PostgresSnapshot: SessionExporting {
         return try transaction.run { connection in try PostgresSessionStore.servedSessions(on: connection, logger: logger) }
     }
 
-    /// Ends the snapshot's transaction, which wrote nothing.
+    /// Ends the snapshot's own transaction, which wrote nothing.
     public func close() {
-        transaction.rollback()
+        if ownsTransaction { transaction.rollback() }
     }
 }
