@@ -46,12 +46,25 @@ public enum SQLiteBackup {
             try StoreFileCopy.publish(partial, as: destination, naming: "the backup \(destination)",
                                       taken: alreadyExists(destination))
             try StoreFileCopy.syncDirectory(of: destination)
-            let size = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
-            return Summary(sessions: sessions, bytes: size)
+            return Summary(sessions: sessions, bytes: size(of: destination))
         } catch {
             unlink(partial)
             throw error
         }
+    }
+
+    /// Copies every session `source` holds (a snapshot of a store that other processes serve,
+    /// such as a PostgreSQL database) into a new backup file at `destination`, written as
+    /// ``copy(from:to:)`` writes one: never over a file, checked and synced before it takes its name.
+    /// - Throws: ``SessionStoreError`` saying what failed; nothing is left at `destination` then.
+    public static func copy(from source: any SessionExporting, to destination: String) throws(SessionStoreError) -> Summary {
+        let copied = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination), whileServed: true)
+        return Summary(sessions: copied.sessions, bytes: size(of: destination))
+    }
+
+    /// The size in bytes of the backup at `path` (0 if it cannot be read).
+    private static func size(of path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 
     private static func alreadyExists(_ destination: String) -> SessionStoreError {

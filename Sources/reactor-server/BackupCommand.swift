@@ -25,24 +25,21 @@ struct BackupCommand: ParsableCommand {
     }
 
     func run() throws {
+        let source: String
+        let summary: SQLiteBackup.Summary
         if case .postgres(let location) = try store.location() {
-            let summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) -> SessionCopy.Summary in
+            source = "\(location)"
+            summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) in
                 let snapshot = try PostgresSnapshot(location: location, historyCapacity: SessionCopy.wholeHistory)
                 defer { snapshot.close() }
-                return try SessionCopy.copy(from: snapshot, into: try SQLiteSessionImport(path: destination), whileServed: true)
+                return try SQLiteBackup.copy(from: snapshot, to: destination)
             }
-            let bytes = ((try? FileManager.default.attributesOfItem(atPath: destination))?[.size] as? Int) ?? 0
-            report(sessions: summary.sessions, from: "\(location)", bytes: bytes)
-            return
+        } else {
+            source = try store.path(toVerb: "back up", postgresInstead: "")
+            summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) in
+                try SQLiteBackup.copy(from: source, to: destination)
+            }
         }
-        let path = try store.path(toVerb: "back up", postgresInstead: "")
-        let summary = try SQLiteStoreOption.reporting("backup") { () throws(SessionStoreError) in
-            try SQLiteBackup.copy(from: path, to: destination)
-        }
-        report(sessions: summary.sessions, from: path, bytes: summary.bytes)
-    }
-
-    private func report(sessions: Int, from store: String, bytes: Int) {
-        print("backed up \(sessions) session\(sessions == 1 ? "" : "s") from \(store) to \(destination) (\(bytes) bytes)")
+        print("backed up \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(source) to \(destination) (\(summary.bytes) bytes)")
     }
 }
