@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "MicroHTTP", targets: ["MicroHTTP"]),
         .library(name: "ReactorHTTP", targets: ["ReactorHTTP"]),
         .library(name: "ReactorExamples", targets: ["ReactorExamples"]),
+        // All a team's service imports: its executable's `main` is a ReactorServiceApp.
+        .library(name: "ReactorServerKit", targets: ["ReactorServerKit"]),
         .executable(name: "reactor-server", targets: ["reactor-server"]),
         .library(name: "ReactorClient", targets: ["ReactorClient"]),
         .executable(name: "reactor-client-demo", targets: ["reactor-client-demo"]),
@@ -139,21 +141,25 @@ let package = Package(
             // The inspector's pages, scripts and styles, compiled into the binary.
             resources: [.embedInCode("Inspector/Assets")]
         ),
-        // The executable: configuration, logging, signals, and the examples it serves.
-        .executableTarget(
-            name: "reactor-server",
+        // A team's own service in one import: a ReactorServiceApp registers its reactors and
+        // gets the whole command line (serve with every flag, health, backup, restore, check,
+        // compact, copy), logging, signals, the stores and traces.
+        .target(
+            name: "ReactorServerKit",
             dependencies: [
+                "ReactorCore",
                 "ReactorHTTP",
                 "ReactorHosting",
                 "ReactorStoreSQLite",
                 "ReactorStorePostgres",
-                "ReactorExamples",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ]
         ),
+        // The example reactors served by ReactorServerKit: the first such service.
+        .executableTarget(name: "reactor-server", dependencies: ["ReactorServerKit", "ReactorExamples"]),
 
         // The Swift client for apps: RemoteReactor binds an instance on a server as if it were
         // local, over URLSession (FoundationNetworking on Linux). No server code.

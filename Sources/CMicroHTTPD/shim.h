@@ -79,6 +79,26 @@ static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
 }
 
 /** MHD_CONTENT_READER_END_OF_STREAM and MHD_SIZE_UNKNOWN are macros Swift cannot import. */
+/** Copies the client's address of a connection (IPv4 or IPv6) into *out: 1, or 0 when unknown. */
+static inline int cmhd_client_address(struct MHD_Connection *c, struct sockaddr_in6 *out) {
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == NULL || info->client_addr == NULL) return 0;
+  const struct sockaddr *address = info->client_addr;
+  memset(out, 0, sizeof(*out));
+  if (address->sa_family == AF_INET) { memcpy(out, address, sizeof(struct sockaddr_in)); return 1; }
+  if (address->sa_family == AF_INET6) { memcpy(out, address, sizeof(struct sockaddr_in6)); return 1; }
+  return 0;
+}
+
+/** Writes the address of *address (without its port) as text into out: its length, or 0. */
+static inline size_t cmhd_format_address(const struct sockaddr_in6 *address, char *out, socklen_t size) {
+  const void *bytes = address->sin6_family == AF_INET
+      ? (const void *)&((const struct sockaddr_in *)(const void *)address)->sin_addr
+      : (const void *)&address->sin6_addr;
+  if (inet_ntop(address->sin6_family, bytes, out, size) == NULL) return 0;
+  return strlen(out);
+}
+
 static inline ssize_t cmhd_end_of_stream(void) { return (ssize_t)MHD_CONTENT_READER_END_OF_STREAM; }
 static inline ssize_t cmhd_end_with_error(void) { return (ssize_t)MHD_CONTENT_READER_END_WITH_ERROR; }
 static inline uint64_t cmhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }

@@ -1,3 +1,5 @@
+import CMicroHTTPD
+
 /// A complete HTTP request as handed to a handler.
 ///
 /// The parts as received are kept in one shared, immutable box, so passing a request along (to
@@ -9,13 +11,16 @@ public struct HTTPRequest: Sendable {
         let query: [String: String]
         let headers: HTTPHeaders
         let body: [UInt8]
+        let client: ClientAddress?
 
-        init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8]) {
+        init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
+             client: ClientAddress?) {
             self.method = method
             self.path = path
             self.query = query
             self.headers = headers
             self.body = body
+            self.client = client
         }
     }
 
@@ -32,6 +37,9 @@ public struct HTTPRequest: Sendable {
     public var headers: HTTPHeaders { parts.headers }
     /// The request body (at most the configured `maxBodySize` bytes).
     public var body: [UInt8] { parts.body }
+    /// The address of the client the request came from (behind a proxy, the proxy's), as text:
+    /// `127.0.0.1`, `::1`; nil when unknown (a request made in code).
+    public var remoteAddress: String? { parts.client?.text }
     /// Values of the route's `{param}` segments, percent-decoded; filled by ``Router``.
     public var pathParameters = PathParameters()
 
@@ -47,6 +55,29 @@ public struct HTTPRequest: Sendable {
 
     /// Builds a request from its already separated parts.
     public init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8]) {
-        parts = Parts(method: method, path: path, query: query, headers: headers, body: body)
+        parts = Parts(method: method, path: path, query: query, headers: headers, body: body, client: nil)
+    }
+
+    /// Builds a request that came from `client`.
+    init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
+         client: ClientAddress?) {
+        parts = Parts(method: method, path: path, query: query, headers: headers, body: body, client: client)
+    }
+}
+
+/// A client's socket address as the connection reported it: kept as bytes, and formatted only
+/// when asked for, so a request that never reads it pays for a copy of 28 bytes.
+struct ClientAddress: Sendable {
+    let address: sockaddr_in6
+
+    /// The address without its port.
+    var text: String? {
+        var address = self.address
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let count = buffer.withUnsafeMutableBufferPointer { out in
+            cmhd_format_address(&address, out.baseAddress, socklen_t(out.count))
+        }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

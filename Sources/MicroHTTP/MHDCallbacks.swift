@@ -87,12 +87,15 @@ enum MHDCallbacks {
         _ = withUnsafeMutablePointer(to: &query) { pointer in
             MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectArgument, pointer)
         }
+        var address = sockaddr_in6()
+        let client = cmhd_client_address(connection, &address) == 1 ? ClientAddress(address: address) : nil
         return HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
             path: url.map { String(cString: $0) } ?? "/",
             query: query,
             headers: headers,
-            body: body
+            body: body,
+            client: client
         )
     }
 

@@ -104,12 +104,12 @@ public final class PostgresSessionImport: SessionImport {
         var queries: [PostgresQuery] = [
             """
             INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
-                published_ahead, shown_through)
-            SELECT id, type, version, state, started_through, last_activity, NULL, 0, NULL, published_ahead, shown_through
+                published_ahead, shown_through, creation)
+            SELECT id, type, version, state, started_through, last_activity, NULL, 0, NULL, published_ahead, shown_through, creation
             FROM unnest(\(rows.ids)::text[], \(rows.types)::text[], \(rows.versions)::bigint[], \(rows.states)::bytea[],
                 \(rows.startedThrough)::bigint[], \(rows.lastActivity)::bigint[], \(rows.publishedAhead)::boolean[],
-                \(rows.shownThrough)::bigint[])
-                AS t(id, type, version, state, started_through, last_activity, published_ahead, shown_through)
+                \(rows.shownThrough)::bigint[], \(rows.creations)::bytea[])
+                AS t(id, type, version, state, started_through, last_activity, published_ahead, shown_through, creation)
             """,
             """
             INSERT INTO reactor_history(id, first_version, last_version, versions)
@@ -140,6 +140,7 @@ public final class PostgresSessionImport: SessionImport {
     private struct Rows {
         var ids: [String] = [], types: [String] = [], versions: [Int64] = [], states: [ByteBuffer] = []
         var startedThrough: [Int64] = [], lastActivity: [Int64] = [], publishedAhead: [Bool] = [], shownThrough: [Int64] = []
+        var creations: [ByteBuffer] = []
         /// Each session's history, as one chunk, with its first and last versions.
         var firstVersions: [Int64] = [], lastVersions: [Int64] = [], chunks: [ByteBuffer] = []
         var actionIDs: [String] = [], actionSeqs: [Int64] = [], actions: [ByteBuffer] = []
@@ -155,6 +156,7 @@ public final class PostgresSessionImport: SessionImport {
             lastActivity.append(session.lastActivity)
             publishedAhead.append(session.publishedAhead)
             shownThrough.append(Int64(bitPattern: session.shownThrough))
+            creations.append(ByteBuffer(bytes: session.creation ?? []))
             // A session stored without a history keeps its state as its history.
             let entries = session.history.isEmpty
                 ? [SessionBatch.Version(version: session.version, producedBy: 0, state: session.state)] : session.history

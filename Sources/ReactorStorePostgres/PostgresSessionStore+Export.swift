@@ -37,7 +37,7 @@ extension PostgresSessionStore {
     }
 
     /// A session's columns, as loads read them.
-    static let sessionColumns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through"
+    static let sessionColumns = "type, version, state, started_through, last_activity, epoch, published_ahead, shown_through, creation"
 
     /// Up to `limit` session ids in ascending order after `id`, read on `connection`.
     static func storedIDs(after id: String?, limit: Int, on connection: PostgresConnection, logger: Logger) throws -> [String] {
@@ -70,10 +70,11 @@ extension PostgresSessionStore {
                                     logger: logger)
         var parts: [String: StoredSessionParts] = [:]
         for row in try sessions.wait().rows {
-            let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough)
-                = try row.decode((String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
+            let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough, creation)
+                = try row.decode((String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
             parts[id] = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
-                                           lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough)
+                                           lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
+                                           creation: creation)
         }
         for row in try history.wait().rows {
             let (id, versions) = try row.decode((String, ByteBuffer).self)
@@ -102,6 +103,8 @@ struct StoredSessionParts {
     let lastActivity: Int64
     let publishedAhead: Bool
     let shownThrough: Int64
+    /// The JSON of its creation; empty when it was created without parameters or context.
+    let creation: ByteBuffer
     /// Its history chunks, oldest first.
     var history: [ByteBuffer] = []
     /// Its pending actions, `(seq, action)`, by sequence.
@@ -114,7 +117,8 @@ struct StoredSessionParts {
         var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
                                    startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
                                    history: [], pendingActions: [], publishedAhead: publishedAhead,
-                                   shownThrough: UInt64(bitPattern: shownThrough))
+                                   shownThrough: UInt64(bitPattern: shownThrough),
+                                   creation: creation.readableBytes == 0 ? nil : Array(buffer: creation))
         var versions: [SessionBatch.Version] = []
         for bytes in history {
             guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {

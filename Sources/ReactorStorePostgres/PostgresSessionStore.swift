@@ -172,10 +172,12 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     /// The sessions' columns added since the first schema, with their definitions: whether the
     /// session's last process showed versions past the stored one (``StoredSession/publishedAhead``),
     /// and the highest version clients may have been shown before a copy from a restored backup
-    /// (``StoredSession/shownThrough``).
+    /// (``StoredSession/shownThrough``), and the JSON of the session's creation, empty for none
+    /// (``StoredSession/creation``).
     private static let columnsOfLaterBuilds = [
         ("published_ahead", "boolean NOT NULL DEFAULT false"),
         ("shown_through", "bigint NOT NULL DEFAULT 0"),
+        ("creation", "bytea NOT NULL DEFAULT ''::bytea"),
     ]
 
     private static let schemaStatements = [
@@ -237,7 +239,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     private func apply(_ batch: SessionBatch, on connection: PostgresConnection) throws -> BatchOutcome {
         var outcome = BatchOutcome()
         var created: Set<String> = []
-        for case .create(let id, _, _, _, _) in batch.writes { created.insert(id) }
+        for case .create(let id, _, _, _, _, _) in batch.writes { created.insert(id) }
         let fenced = Array(batch.sessionIDs.subtracting(created))
         // The epoch of each existing session the batch writes, its row locked until the commit,
         // so that no other node can claim it in between.
@@ -266,13 +268,14 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         }
         for write in batch.writes where !outcome.stale.contains(write.instanceID) {
             switch write {
-            case .create(let id, let type, let state, let lastActivity, let publishingAhead):
+            case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
                 let chunk = HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)])
                 // Unclaimed: the node the proxy routes its id to claims it on its first request.
                 _ = send("""
                     INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
-                        published_ahead)
-                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL, \(publishingAhead))
+                        published_ahead, creation)
+                    VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL, \(publishingAhead),
+                        \(ByteBuffer(bytes: creation ?? [])))
                     """)
                 _ = send("""
                     INSERT INTO reactor_history(id, first_version, last_version, versions)
@@ -429,10 +432,11 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     return found.isEmpty ? .some(nil) : nil
                 }
                 try connection.run("COMMIT", logger: logger)
-                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough)
-                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64).self)
+                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough, creation)
+                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
                 var parts = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
-                                               lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough)
+                                               lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
+                                               creation: creation)
                 parts.history = try historyRows.map { try $0.decode(ByteBuffer.self) }
                 parts.actions = try actionRows.map { try $0.decode((Int64, ByteBuffer).self) }
                 parts.keys = try keyRows.map { row in

@@ -92,6 +92,11 @@ struct Statement {
         }
     }
 
+    /// Binds a blob, or NULL for nil.
+    func bind(_ index: Int32, optionalBlob blob: [UInt8]?) {
+        if let blob { bind(index, blob: blob) } else { sqlite3_bind_null(handle, index) }
+    }
+
     /// Steps a statement that returns no rows.
     func run() throws(SessionStoreError) {
         let status = sqlite3_step(handle)
@@ -121,6 +126,11 @@ struct Statement {
     func text(_ column: Int32) -> String {
         guard let bytes = sqlite3_column_text(handle, column) else { return "" }
         return String(cString: bytes)
+    }
+
+    /// The blob in `column`, nil when it is NULL.
+    func optionalBlob(_ column: Int32) -> [UInt8]? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : blob(column)
     }
 
     func blob(_ column: Int32) -> [UInt8] {

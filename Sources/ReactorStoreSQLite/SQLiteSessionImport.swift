@@ -53,8 +53,9 @@ public final class SQLiteSessionImport: SessionImport {
 
     private func add(id: String, session: StoredSession, on connection: SQLiteConnection) throws(SessionStoreError) {
         let row = try connection.statement("""
-            INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, shown_through)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, shown_through,
+                                 creation)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         row.bind(1, id)
         row.bind(2, session.type)
@@ -64,6 +65,7 @@ public final class SQLiteSessionImport: SessionImport {
         row.bind(6, session.lastActivity)
         row.bind(7, Int64(session.publishedAhead ? 1 : 0))
         row.bind(8, session.shownThrough)
+        row.bind(9, optionalBlob: session.creation)
         try row.run()
         // The history as one chunk; a session stored without one keeps its state as its history.
         let entries = session.history.isEmpty

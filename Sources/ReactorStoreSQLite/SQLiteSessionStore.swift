@@ -73,7 +73,8 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
             CREATE TABLE IF NOT EXISTS sessions(
                 id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
                 started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL,
-                published_ahead INTEGER NOT NULL DEFAULT 0, shown_through INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+                published_ahead INTEGER NOT NULL DEFAULT 0, shown_through INTEGER NOT NULL DEFAULT 0,
+                creation BLOB) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
                 versions BLOB NOT NULL,
@@ -107,13 +108,17 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         checkpointer.stop()
     }
 
-    /// Adds the sessions' `published_ahead` and `shown_through` columns to a store made before
-    /// they existed. The schema number stays: a build without them reads and writes such a store
-    /// as before and never sets them, and their defaults are what its sessions need (see
-    /// ``StoredSession/publishedAhead`` and ``StoredSession/shownThrough``).
+    /// Adds the sessions' `published_ahead`, `shown_through` and `creation` columns to a store
+    /// made before they existed. The schema number stays: a build without them reads and writes
+    /// such a store as before and never sets them, and their defaults are what its sessions need
+    /// (see ``StoredSession/publishedAhead``, ``StoredSession/shownThrough`` and
+    /// ``StoredSession/creation``).
     static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
         for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
+        }
+        if try !hasColumn("creation", of: "sessions", on: connection) {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN creation BLOB")
         }
     }
 
@@ -268,16 +273,17 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         }
         for write in batch.writes {
             switch write {
-            case .create(let id, let type, let state, let lastActivity, let publishingAhead):
+            case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
                 let session = try connection.statement("""
-                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead)
-                    VALUES (?, ?, 0, ?, 0, ?, ?)
+                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, creation)
+                    VALUES (?, ?, 0, ?, 0, ?, ?, ?)
                     """)
                 session.bind(1, id)
                 session.bind(2, type)
                 session.bind(3, blob: state)
                 session.bind(4, lastActivity)
                 session.bind(5, Int64(publishingAhead ? 1 : 0))
+                session.bind(6, optionalBlob: creation)
                 try session.run()
                 exists[id] = true
                 try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
@@ -518,7 +524,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
             let session = try connection.statement("""
-                SELECT type, version, state, started_through, last_activity, published_ahead, shown_through
+                SELECT type, version, state, started_through, last_activity, published_ahead, shown_through, creation
                 FROM sessions WHERE id = ?
                 """)
             session.bind(1, id)
@@ -527,7 +533,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
             var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
                                        startedThrough: session.uint64(3), lastActivity: session.int64(4),
                                        history: [], pendingActions: [], publishedAhead: session.int64(5) != 0,
-                                       shownThrough: session.uint64(6))
+                                       shownThrough: session.uint64(6), creation: session.optionalBlob(7))
             let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
             var entries: [SessionBatch.Version] = []

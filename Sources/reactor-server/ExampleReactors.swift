@@ -1,12 +1,10 @@
-import ReactorHosting
 import ReactorExamples
-import ReactorHTTP
+import ReactorServerKit
 
 /// The example reactors `reactor-server` serves.
 enum ExampleReactors {
     /// - Parameter room: the room every room instance joins.
-    static func registry(counterDelay: Duration, searchLatency: Duration, room: Room = .shared) -> ReactorRegistry {
-        var registry = ReactorRegistry()
+    static func register(in registry: inout ReactorRegistry, counterDelay: Duration, searchLatency: Duration, room: Room) {
         registry.register(
             "counter",
             summary: "ReactorKit's Counter: each action shows loading, changes the value after a delay, then alerts",
@@ -27,6 +25,5 @@ enum ExampleReactors {
             summary: "A chat room shared by every instance (on every node, with a postgres store): one instance's message reaches all of them",
             exampleActions: RoomReactor.exampleActions
         ) { RoomReactor(room: room) }
-        return registry
     }
 }

@@ -306,7 +306,7 @@ struct PostgresSessionStoreTests {
         }
         // As a build before the column left it.
         let connection = try await connect(to: database)
-        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through",
+        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation",
                                    logger: Logger(label: "test"))
         try await connection.close()
         let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
@@ -314,8 +314,14 @@ struct PostgresSessionStoreTests {
         let loaded = try #require(try store.load(id: id))
         #expect(loaded.state == bytes("0"))
         #expect(!loaded.publishedAhead && loaded.shownThrough == 0)
+        #expect(loaded.creation == nil)
         _ = try store.commit([.publishingAhead(id: id)])
         #expect(try store.load(id: id)?.publishedAhead == true)
+        // The new column takes what a session is created with.
+        let created = newID()
+        let creation = bytes(#"{"context":{},"parameters":{"userID":"ada"}}"#)
+        _ = try store.commit([.create(id: created, type: "profile", state: bytes("{}"), lastActivity: 0, creation: creation)])
+        #expect(try store.load(id: created)?.creation == creation)
     }
 
     @Test func anUnreachableDatabaseIsAClearError() {

@@ -109,7 +109,10 @@ import Testing
         // As a build before the columns wrote it.
         do {
             let connection = try SQLiteConnection(path: backup, create: false)
-            try connection.execute("ALTER TABLE sessions DROP COLUMN published_ahead; ALTER TABLE sessions DROP COLUMN shown_through")
+            try connection.execute("""
+                ALTER TABLE sessions DROP COLUMN published_ahead; ALTER TABLE sessions DROP COLUMN shown_through;
+                ALTER TABLE sessions DROP COLUMN creation
+                """)
         }
         let summary = try SQLiteRestore.restore(from: backup, to: store)
         #expect(summary.wentBack == 1)
@@ -117,6 +120,11 @@ import Testing
         defer { restored.close() }
         let b = try #require(try restored.load(id: "b"))
         #expect((b.version, b.shownThrough) == (1, 3))
+        #expect(b.creation == nil)
+        // The new column takes what a session is created with.
+        let creation = Array(#"{"context":{},"parameters":{"userID":"ada"}}"#.utf8)
+        _ = try restored.commit([.create(id: "c", type: "profile", state: Array("{}".utf8), lastActivity: 0, creation: creation)])
+        #expect(try restored.load(id: "c")?.creation == creation)
     }
 
     @Test func aReplacedStoreThatCannotBeReadLeavesTheBackupsVersionsAsTheyWere() throws {

@@ -7,15 +7,20 @@ public enum SampleSessions {
     /// Writes `count` sessions into `store` in one commit and returns their ids, in the order
     /// written. Session `i` has `i % 6` versions after its first; when it has any, its last
     /// action is still pending, every action carries an idempotency key, and every third session
-    /// is marked ``StoredSession/publishedAhead``.
+    /// is marked ``StoredSession/publishedAhead``; every fourth, from the second, was created with
+    /// parameters and a creation context (``StoredSession/creation``).
     public static func write(_ count: Int, into store: any SessionStore) throws -> [String] {
         var writes: [SessionWrite] = []
         var ids: [String] = []
         for index in 0..<count {
             let id = InstanceID.make()
             ids.append(id)
+            let creation = index % 4 == 1
+                ? InstanceCreation(parameters: Array(#"{"session":\#(index)}"#.utf8),
+                                   context: CreationContext(idempotencyKey: "create-\(index)", remoteAddress: "127.0.0.1")).json
+                : nil
             writes.append(.create(id: id, type: index % 2 == 0 ? "counter" : "todo", state: state(index, 0),
-                                  lastActivity: 1_000 + Int64(index)))
+                                  lastActivity: 1_000 + Int64(index), creation: creation))
             let versions = UInt64(index % 6)
             for version in UInt64(1)...max(1, versions) where versions > 0 {
                 let action = Array("\"step\(version)\"".utf8)

@@ -159,6 +159,9 @@ extension Problem {
             // The store's message names the file and the statement: for the server's log only.
             self = Problem(status: 500, kind: "store-damaged", title: "Session store damaged",
                            detail: "the session store is damaged where this instance is kept, so nothing was done; a retry will not help until the store is restored from a backup (the server's log names the file)")
+        case .invalidParameters(let detail):
+            self = Problem(status: 422, kind: "invalid-parameters", title: "Invalid creation parameters",
+                           detail: "nothing was created: \(detail)")
         case .ownedElsewhere(let retryAfter):
             self = Problem(status: 503, kind: Problem.instanceElsewhereKind, title: "Instance served by another node",
                            detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",

@@ -193,9 +193,15 @@ public final class ReactorService: Sendable {
         guard let type = registry.type(named: body.type) else {
             throw Problem.unknownType(body.type, known: registry.names)
         }
+        if type.parameters == nil, let parameters = body.parameters, parameters != .null {
+            throw Problem(HostingError.invalidParameters("the type '\(type.name)' takes no parameters"))
+        }
+        let context = CreationContext(idempotencyKey: try Self.idempotencyKey(request), remoteAddress: request.remoteAddress)
+        let creation = InstanceCreation(parameters: body.parameters.flatMap { $0 == .null ? nil : JSONCoding.encodeState($0) },
+                                        context: context)
         // A new id is checked against the stored ones: off the event loop.
         try leaveTheLoopToWaitForTheStore(scope)
-        let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type) }
+        let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type, creation: creation) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
         return Self.reply(after: ticket, scope) {
@@ -663,10 +669,12 @@ final class ReplyOnce: Sendable {
     }
 }
 
-/// The JSON body of `POST /reactors`: `{"type":…}` and nothing else (a field the server does
-/// not know is refused rather than ignored, as openapi.yaml's `additionalProperties: false` says).
+/// The JSON body of `POST /reactors`: `{"type":…}`, with `"parameters"` for a type registered
+/// with parameters, and nothing else (a field the server does not know is refused rather than
+/// ignored, as openapi.yaml's `additionalProperties: false` says).
 struct CreateInstanceRequest: Decodable {
     let type: String
+    let parameters: JSONValue?
 
     private struct Key: CodingKey {
         let stringValue: String
@@ -677,12 +685,13 @@ struct CreateInstanceRequest: Decodable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
-        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { $0 != "type" }) {
+        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { $0 != "type" && $0 != "parameters" }) {
             throw DecodingError.dataCorruptedError(
                 forKey: Key(stringValue: unknown), in: container,
-                debugDescription: "unknown field '\(unknown.prefix(64))' (a creation names only its 'type')")
+                debugDescription: "unknown field '\(unknown.prefix(64))' (a creation names its 'type' and, for a type that takes them, its 'parameters')")
         }
         type = try container.decode(String.self, forKey: Key(stringValue: "type"))
+        parameters = try container.decodeIfPresent(JSONValue.self, forKey: Key(stringValue: "parameters"))
     }
 }
 

@@ -28,6 +28,9 @@ package enum HostingError: Error, Sendable, Equatable {
     /// nothing was done, and a retry will not help until the store is restored from a backup.
     /// The detail names the store's error.
     case storeDamaged(String)
+    /// The parameters of a new instance do not decode as its type's parameters, or its factory
+    /// refused them; nothing was created. The detail names what was wrong.
+    case invalidParameters(String)
 
     /// The refusal for a request the session store failed: damaged, owned by another node, or
     /// otherwise unavailable (a full disk, a lost connection).

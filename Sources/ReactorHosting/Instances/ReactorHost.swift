@@ -122,23 +122,24 @@ package final class ReactorHost: Sendable {
         configuration.store?.onHandOverRequested { [weak self] id in self?.handOver(id: id) }
     }
 
-    /// Creates an instance of the type registered as `typeName`. With a store in
-    /// ``Durability/sync`` the ticket tells when its creation is committed.
-    package func create(_ type: RegisteredType) throws(HostingError) -> (any HostedInstance, CommitTicket?) {
+    /// Creates an instance of `type`, made with `creation` (its parameters and context; throws
+    /// ``HostingError/invalidParameters(_:)`` when they make no reactor, creating nothing). With a
+    /// store in ``Durability/sync`` the ticket tells when its creation is committed.
+    package func create(_ type: RegisteredType, creation: InstanceCreation = InstanceCreation())
+        throws(HostingError) -> (any HostedInstance, CommitTicket?) {
         if let error = committer?.lastError { throw HostingError(error) }
         if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
-        let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in
-            // A new instance cannot fail to host: there is nothing stored to decode.
-            (try? type.host(id, context, nil))!
-        }
+        let host = try type.prepare(creation)
+        let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in host(id, context) }
         guard let committer else { return (instance, nil) }
         let isShared = configuration.store?.isShared == true
         // Served here from its creation: with async durability, marked as showing versions ahead
         // of the store from the start (a shared store's is marked by the node that claims it).
         let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
                                         lastActivity: configuration.wallClock(),
-                                        publishingAhead: committer.publishesAhead && !isShared)
+                                        publishingAhead: committer.publishesAhead && !isShared,
+                                        creation: creation == InstanceCreation() ? nil : creation.json)
         guard isShared else { return (instance, committer.enqueueAcknowledged(write)) }
         // With several nodes, the one the proxy routes the id to claims the new session on its
         // first request: stored unclaimed, it stays in no node's memory until then. Nobody knows
@@ -212,7 +213,7 @@ package final class ReactorHost: Sendable {
                 throw HostingError.storedSessionIncompatible("its type '\(stored.type)' is not registered by this build")
             }
             instance = try table.insertIfAbsent(key: key) { () throws(HostingError) in
-                let made = try type.host(id, context, stored)
+                let made = try type.restore(id, context, stored)
                 activated = made
                 return made
             }

@@ -61,7 +61,7 @@ enum StoredStateDecoding {
 
 /// Any JSON value, decoded and encoded by Foundation's coders: what a stored state is edited as
 /// when keys are filled in.
-enum JSONValue: Codable, Equatable {
+package enum JSONValue: Codable, Equatable, Sendable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -97,7 +97,7 @@ enum JSONValue: Codable, Equatable {
         }
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Bool.self) { self = .bool(value) }
@@ -109,7 +109,7 @@ enum JSONValue: Codable, Equatable {
         else { self = .object(try container.decode([String: JSONValue].self)) }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()

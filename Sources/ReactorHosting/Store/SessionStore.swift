@@ -76,7 +76,10 @@ extension SessionStore {
 /// One change to the stored sessions.
 public enum SessionWrite: Sendable {
     /// A new session at version 0. `publishingAhead`: as ``publishingAhead(id:)``, from the start.
-    case create(id: String, type: String, state: [UInt8], lastActivity: Int64, publishingAhead: Bool = false)
+    /// `creation`: the JSON of its ``InstanceCreation`` (its parameters and creation context),
+    /// nil when it was created without either.
+    case create(id: String, type: String, state: [UInt8], lastActivity: Int64, publishingAhead: Bool = false,
+                creation: [UInt8]? = nil)
     /// An accepted action, kept until it has settled: `seq` is its sequence on the instance.
     /// `key`, when the client sent an idempotency key with it, is kept after it settles, for
     /// the session's next ``RememberedKey/window`` actions.
@@ -128,11 +131,14 @@ public struct StoredSession: Sendable, Equatable {
     /// The highest version clients may have been shown of it before a restored backup put it
     /// back at `version`, an earlier one (0: none): it resumes past that version.
     public var shownThrough: UInt64
+    /// The JSON of the ``InstanceCreation`` it was made with (its parameters and creation
+    /// context), nil when it was created without either: its reactor is made with them again.
+    public var creation: [UInt8]?
 
     /// A stored session.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
                 history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
-                publishedAhead: Bool = false, shownThrough: UInt64 = 0) {
+                publishedAhead: Bool = false, shownThrough: UInt64 = 0, creation: [UInt8]? = nil) {
         self.type = type
         self.version = version
         self.state = state
@@ -143,6 +149,7 @@ public struct StoredSession: Sendable, Equatable {
         self.rememberedKeys = rememberedKeys
         self.publishedAhead = publishedAhead
         self.shownThrough = shownThrough
+        self.creation = creation
     }
 
     public static func == (lhs: StoredSession, rhs: StoredSession) -> Bool {
@@ -154,6 +161,7 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.pendingActions == rhs.pendingActions
             && lhs.rememberedKeys.sorted(by: { $0.seq < $1.seq }) == rhs.rememberedKeys.sorted(by: { $0.seq < $1.seq })
             && lhs.publishedAhead == rhs.publishedAhead && lhs.shownThrough == rhs.shownThrough
+            && lhs.creation == rhs.creation
     }
 }
 

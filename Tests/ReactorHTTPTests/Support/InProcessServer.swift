@@ -10,6 +10,11 @@ import ReactorHTTP
 func inProcessCounterServer(configure: (inout ReactorServiceConfiguration) -> Void = { _ in }) -> ReactorServer {
     var registry = ReactorRegistry()
     registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
+    return inProcessServer(registry: registry, configure: configure)
+}
+
+/// A `ReactorServer` in the test's own process serving `registry`, as ``inProcessCounterServer(configure:)``.
+func inProcessServer(registry: ReactorRegistry, configure: (inout ReactorServiceConfiguration) -> Void = { _ in }) -> ReactorServer {
     var http = HTTPServerConfiguration()
     http.port = 0
     http.threads = 1

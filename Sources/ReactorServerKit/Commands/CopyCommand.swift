@@ -24,17 +24,17 @@ struct CopyCommand: ParsableCommand {
     var destination: String
 
     @Option(help: "The store to copy from: sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
-    var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+    var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     func validate() throws {
-        if let problem = Environment.firstProblem { throw ValidationError(problem) }
+        if let problem = ServiceEnvironment.firstProblem { throw ValidationError(problem) }
         guard destination.hasPrefix("sqlite:") || destination.hasPrefix("postgres://") || destination.hasPrefix("postgresql://") else {
             throw ValidationError("DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")
         }
     }
 
     func run() throws {
-        let from = try StoreLocation(store, name: Environment.setting("store"))
+        let from = try StoreLocation(store, name: ServiceEnvironment.setting("store"))
         let to = try StoreLocation(destination, name: "DESTINATION")
         let summary = try SQLiteStoreOption.reporting("copy") { () throws(SessionStoreError) -> SessionCopy.Summary in
             let source = try openSource(from)

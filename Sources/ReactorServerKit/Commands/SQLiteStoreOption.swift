@@ -6,12 +6,12 @@ import ReactorHosting
 /// `compact`): read as the server reads it, so in the image they need no argument for it.
 struct SQLiteStoreOption: ParsableArguments {
     @Option(help: "The store: sqlite:PATH, or for backup and restore postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
-    var store: String = Environment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
+    var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     /// Where `--store` says sessions are kept.
     func location() throws -> StoreLocation {
-        if let problem = Environment.firstProblem { throw ValidationError(problem) }
-        return try StoreLocation(store, name: Environment.setting("store"))
+        if let problem = ServiceEnvironment.firstProblem { throw ValidationError(problem) }
+        return try StoreLocation(store, name: ServiceEnvironment.setting("store"))
     }
 
     /// The SQLite file `--store` names; refuses a memory or PostgreSQL store, saying what to
@@ -19,9 +19,9 @@ struct SQLiteStoreOption: ParsableArguments {
     func path(toVerb verb: String, postgresInstead: String) throws -> String {
         switch try location() {
         case .memory:
-            throw ValidationError("\(Environment.setting("store")) is memory: nothing is kept, so there is nothing to \(verb)")
+            throw ValidationError("\(ServiceEnvironment.setting("store")) is memory: nothing is kept, so there is nothing to \(verb)")
         case .postgres:
-            throw ValidationError("\(Environment.setting("store")) is a PostgreSQL database: \(postgresInstead)")
+            throw ValidationError("\(ServiceEnvironment.setting("store")) is a PostgreSQL database: \(postgresInstead)")
         case .sqlite(let path, _):
             return path
         }

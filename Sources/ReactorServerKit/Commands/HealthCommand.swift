@@ -15,7 +15,7 @@ struct HealthCommand: ParsableCommand {
     )
 
     @Option(help: "The file the server wrote its address to (ADDRESS_FILE).")
-    var addressFile: String = Environment.string("ADDRESS_FILE", default: "")
+    var addressFile: String = ServiceEnvironment.string("ADDRESS_FILE", default: "")
 
     @Option(help: "Seconds to wait for the answer.")
     var timeoutS: Int = 3

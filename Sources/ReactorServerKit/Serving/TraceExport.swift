@@ -21,10 +21,10 @@ enum TraceExport {
     /// `OTEL_EXPORTER_OTLP_*` environment variables (endpoint, headers, timeout; by default
     /// http://localhost:4318), and returns the service that batches and sends the spans. Logs
     /// and metrics stay where they are (the log handler, `/metrics`).
-    static func bootstrapOTLP(logger: Logger) throws -> any Service {
+    static func bootstrapOTLP(serviceName: String, logger: Logger) throws -> any Service {
         #if OTLP
         var configuration = OTel.Configuration.default
-        configuration.serviceName = "reactor-server"
+        configuration.serviceName = serviceName
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.traces.enabled = true

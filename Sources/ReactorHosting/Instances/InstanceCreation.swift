@@ -1,0 +1,56 @@
+import Foundation
+
+/// What a reactor's factory may read of the request that created its instance, besides its
+/// parameters. It is stored with the session, so a factory sees the same context on every
+/// activation (after a restart, a passivation, or a move to another node).
+public struct CreationContext: Sendable, Codable, Equatable {
+    /// The `Idempotency-Key` header of the creating request, if it had one.
+    public var idempotencyKey: String?
+    /// The address of the client that created the instance, as the server saw it (behind a
+    /// proxy, the proxy's).
+    public var remoteAddress: String?
+
+    /// A context.
+    public init(idempotencyKey: String? = nil, remoteAddress: String? = nil) {
+        self.idempotencyKey = idempotencyKey
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// How an instance was created: the parameters the client sent (`POST /reactors
+/// {"type":…,"parameters":{…}}`) and the ``CreationContext``. Stored with the session as JSON,
+/// `{"context":{…},"parameters":{…}}`, so that every activation makes the same reactor.
+public struct InstanceCreation: Sendable, Equatable {
+    /// The parameters' JSON, with sorted keys; nil when the client sent none.
+    public var parameters: [UInt8]?
+    /// What the factory may read of the creating request.
+    public var context: CreationContext
+
+    /// A creation.
+    public init(parameters: [UInt8]? = nil, context: CreationContext = CreationContext()) {
+        self.parameters = parameters
+        self.context = context
+    }
+
+    /// Reads a creation from its stored JSON; nil when it is not one.
+    public init?(json: [UInt8]) {
+        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(json)) else { return nil }
+        self.context = stored.context ?? CreationContext()
+        self.parameters = stored.parameters.map { JSONCoding.encodeState($0) }
+    }
+
+    /// The JSON the session stores.
+    public var json: [UInt8] {
+        var object = "{\"context\":".utf8 + JSONCoding.encodeState(context)
+        if let parameters { object += ",\"parameters\":".utf8 + parameters }
+        object.append(UInt8(ascii: "}"))
+        return object
+    }
+
+    /// The stored form, for decoding.
+    private struct Stored: Decodable {
+        var context: CreationContext?
+        var parameters: JSONValue?
+    }
+}
+

@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// Reads option defaults from the environment, so that every option of a service's command line
+/// has an environment variable of the same meaning (a flag given on the command line wins).
+///
+/// An app's own options read their defaults the same way:
+/// ```swift
+/// struct Options: ParsableArguments {
+///     @Option(help: "Latency of the search API, in milliseconds (SEARCH_LATENCY_MS).")
+///     var searchLatencyMs: Int = ServiceEnvironment.value("SEARCH_LATENCY_MS", default: 300)
+/// }
+/// ```
+/// A variable that is set (and not empty) must hold a value its option accepts: one that does not
+/// is kept as a problem, which `serve` reports (naming the variable and its option) instead of
+/// silently falling back to the default.
+public enum ServiceEnvironment {
+    private static let problems = Mutex<[String: String]>([:])
+
+    /// The variable `name`, or `fallback` when it is unset or empty.
+    public static func string(_ name: String, default fallback: String) -> String {
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
+    }
+
+    /// The variable `name` read as a `Value` (a number, a port), or `fallback` when it is unset
+    /// or empty. A value that does not read as a `Value` is reported by ``firstProblem``.
+    public static func value<Value: LosslessStringConvertible>(_ name: String, default fallback: Value) -> Value {
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
+        guard let value = Value(text.trimmingCharacters(in: .whitespaces)) else {
+            let kind = Value.self == UInt16.self ? "a port number from 0 to 65535" : "a whole number"
+            problems.withLock {
+                $0[name] = "\(name)='\(text.prefix(64))' is not \(kind) (the environment variable of --\(flag(name)))"
+            }
+            return fallback
+        }
+        return value
+    }
+
+    /// The first invalid environment value met so far, by name; `serve` refuses to start with it.
+    public static var firstProblem: String? {
+        problems.withLock { problems in problems.keys.sorted().first.flatMap { problems[$0] } }
+    }
+
+    /// `--max-body-bytes (MAX_BODY_BYTES)` for `max-body-bytes`: how messages name a setting.
+    public static func setting(_ flag: String) -> String {
+        "--\(flag) (\(flag.uppercased().replacingOccurrences(of: "-", with: "_")))"
+    }
+
+    /// `max-body-bytes` for `MAX_BODY_BYTES`.
+    private static func flag(_ variable: String) -> String {
+        variable.lowercased().replacingOccurrences(of: "_", with: "-")
+    }
+}
