@@ -69,8 +69,9 @@ public struct Mutations<Mutation: Sendable>: Sendable {
     /// Asynchronous work (a side effect) that sends mutations through `send` as it goes.
     ///
     /// The work runs in a task owned by the reactor: it is cancelled when the reactor is disposed
-    /// or when a ``cancellable(id:cancelInFlight:)`` part with the same id cancels it. A thrown
-    /// error (other than cancellation) ends this action's mutations and is reported.
+    /// or when a ``cancellable(id:cancelInFlight:)`` part with the same id cancels it. Work that
+    /// ignores cancellation runs on, but what it sends after that is dropped. A thrown error
+    /// (other than cancellation) ends this action's mutations and is reported.
     public static func run(
         _ body: @escaping @Sendable (_ send: MutationSender<Mutation>) async throws -> Void
     ) -> Mutations {
@@ -109,7 +110,9 @@ public struct Mutations<Mutation: Sendable>: Sendable {
     /// .just(.setLoading(false)))`, cancelling `"load"` skips the rest of the load and the concat
     /// still ends loading; the other parts of a `merge` keep running. To cancel a whole concat,
     /// mark the concat itself. Mutations the cancelled part sends after it was cancelled are
-    /// dropped; those it sent before are reduced.
+    /// dropped; those it sent before are reduced. The part is over as it is cancelled: what
+    /// encloses it goes on, and its action settles (see ``Reactor/whenSettled(_:_:)``), without
+    /// waiting for work that ignores cancellation to return.
     ///
     /// With `cancelInFlight: true` every running part with this id is cancelled first: the
     /// "latest wins" idiom (`flatMapLatest` in ReactiveX).

@@ -102,6 +102,10 @@ extension Reactor {
     /// Calls `body` once, when every mutation of the action `receipt` stands for has been
     /// reduced, has failed or was cancelled, or the reactor was disposed. Calls it before
     /// returning when that is already so.
+    ///
+    /// A part cancelled by its id (``Mutations/cancellable(id:cancelInFlight:)``) counts as
+    /// settled the moment it is cancelled, even while its work, ignoring cancellation, still
+    /// runs: nothing it sends from then on is reduced.
     public func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
         runtime.whenSettled(receipt, body)
     }

@@ -1,6 +1,9 @@
+import Dispatch
+import Locking
 import ReactorCore
 import ReactorTesting
 import Synchronization
+import TestSupport
 import Testing
 
 /// A reactor whose actions are `Mutations` descriptions, to test how each form is applied.
@@ -63,6 +66,38 @@ final class ScriptReactor: Reactor {
         #expect(reactor.clock.sleeperCount == 0)
     }
 
+    @Test func anActionCancelledInFlightSettlesWhileItsWorkStillRuns() async {
+        // The slow action's work ignores cancellation: it waits at the gate, then sends anyway.
+        let gate = Gate()
+        let (entered, enter) = AsyncStream.makeStream(of: Void.self)
+        let (ended, end) = AsyncStream.makeStream(of: Void.self)
+        let reactor = ScriptReactor { action, _ in
+            switch action {
+            case "slow":
+                Mutations.run { send in
+                    enter.yield()
+                    await gate.wait()
+                    send("late")
+                    end.yield()
+                }.cancellable(id: "load", cancelInFlight: true)
+            case "fast": Mutations.just("fast").cancellable(id: "load", cancelInFlight: true)
+            default: .just(action)
+            }
+        }
+        let slow = reactor.send("slow")
+        for await _ in entered { break }
+        reactor.send("fast")
+        // Cancelled by "fast": settled now, though its work is still held at the gate.
+        let settled = DispatchSemaphore(value: 0)
+        reactor.whenSettled(slow) { settled.signal() }
+        #expect(await wait(for: settled))
+        gate.open()
+        for await _ in ended { break }
+        // Applied after anything the late work queued, so the state below includes it if it counted.
+        await reactor.settled(reactor.send("after"))
+        #expect(reactor.currentState == ["fast", "after"])
+    }
+
     @Test func runSendsMutationsFromATask() async {
         let reactor = ScriptReactor { _, clock in
             .run { send in
@@ -91,5 +126,30 @@ final class ScriptReactor: Reactor {
         await reactor.settled(first)
         await reactor.settled(second)
         #expect(Set(reactor.currentState.suffix(2)) == ["one end", "two end"])
+    }
+}
+
+/// Where work waits until the test opens it. Waiting ignores cancellation, as work that never
+/// checks `Task.isCancelled` does.
+private final class Gate: Sendable {
+    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state -> Bool in
+                if !state.isOpen { state.waiters.append(continuation) }
+                return state.isOpen
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.isOpen = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
