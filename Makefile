@@ -15,7 +15,12 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
 TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check
+.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter
+
+## The starter package a team copies (Templates/starter), built against this checkout rather than
+## a release (REACTOR_SERVER_CHECKOUT: a path, not the network), in its own .build.
+STARTER := Templates/starter
+STARTER_SWIFT := REACTOR_SERVER_CHECKOUT=$(CURDIR) $(SWIFT)
 
 ## What `reactor-server --version` and the reactor_server_build_info metric report: read from git
 ## at each build and handed to Package.swift through the environment (nothing is generated or
@@ -63,7 +68,15 @@ test: test-deps venv
 	$(SWIFT) build --build-tests
 	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 	Fuzz/run $(FUZZ_SECONDS)
-	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q Tests/python
+	$(MAKE) starter
+	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
+	  STARTER_BIN=$(abspath $(STARTER)/.build/debug/my-service) $(PY) -m pytest -q Tests/python
+
+## Builds the starter package against this checkout and runs its tests; the end-to-end tests
+## (Tests/python/test_service_app.py) then serve its executable.
+starter: deps
+	$(STARTER_SWIFT) build --package-path $(STARTER) --build-tests
+	$(STARTER_SWIFT) test --package-path $(STARTER) --skip-build
 
 ## Only the multi-node tests (pytest -m cluster), their longer variants (CLUSTER_FULL=1). The nodes
 ## share PostgreSQL; CLUSTER_STORE=sqlite gives each node a SQLite file of its own instead.
@@ -80,7 +93,7 @@ otlp-check: test-deps venv
 	REACTOR_SERVER_OTLP_BIN=$(abspath .build-otlp/release/reactor-server) $(PY) -m pytest -q Tests/python/test_otlp_export.py
 
 clean:
-	rm -rf .build .build-otlp $(VENV)
+	rm -rf .build .build-otlp $(VENV) $(STARTER)/.build
 
 ## libFuzzer over action decoding and request routing for FUZZ_SECONDS (see Tests/faults/README.md).
 fuzz: deps

@@ -207,6 +207,9 @@ let package = Package(
                            .product(name: "Tracing", package: "swift-distributed-tracing"),
                            .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]
         ),
+        // A package written against an earlier release: its code and imports, which must still
+        // compile (with deprecation warnings) and serve.
+        .testTarget(name: "LegacyAPITests", dependencies: ["ReactorCore", "ReactorHTTP", "MicroHTTP"]),
         // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
         .testTarget(
             name: "ReactorClientTests",

@@ -97,6 +97,23 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
     }
 
+    /// Creates an instance of the reactor type registered as `type` with creation parameters:
+    /// `POST /reactors {"type": type, "parameters": parameters}`. The server decodes them as the
+    /// type's parameters and keeps them with the session.
+    /// - Throws: ``ReactorProblem`` when the server refuses: of kind `invalid-parameters` (422) when
+    ///   the parameters do not decode as the type's, its detail naming the field; an unknown type,
+    ///   too many instances after the retries `Retry-After` earns. A `URLError` when it cannot be
+    ///   reached.
+    public static func create<Parameters: Encodable & Sendable>(
+        type: String, parameters: Parameters, at server: URL,
+        configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
+    ) async throws -> RemoteReactor {
+        let transport = HTTPTransport(server: server, policy: configuration.reconnect)
+        let body = try JSONEncoder().encode(CreationBody(type: type, parameters: parameters))
+        let reply = try await transport.send("POST", "/reactors", json: body)
+        return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
+    }
+
     /// Attaches to the existing instance `id` (one this app created before a relaunch, or shared
     /// with it), starting from its current state.
     /// - Throws: ``ReactorProblem`` of kind `unknown-instance` when the server does not know the
@@ -106,6 +123,12 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         let transport = HTTPTransport(server: server, policy: configuration.reconnect)
         let reply = try await transport.send("GET", "/reactors/\(pathSegment(id))")
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
+    }
+
+    /// The body of a creation with parameters.
+    private struct CreationBody<Parameters: Encodable>: Encodable {
+        let type: String
+        let parameters: Parameters
     }
 
     private convenience init(reply: HTTPReply, server: URL, transport: HTTPTransport,

@@ -44,12 +44,15 @@ public final class CounterReactor: Reactor {
 
     private let delay: Duration
     private let clock: any Clock<Duration>
+    /// How much each action changes the value.
+    private let step: Int
 
-    /// A counter whose value changes `delay` after each action, measured on `clock`.
+    /// A counter whose value changes by `step` `delay` after each action, measured on `clock`.
     /// A zero delay applies every action at once, without a task.
-    public init(delay: Duration = .milliseconds(500), clock: any Clock<Duration> = ContinuousClock()) {
+    public init(delay: Duration = .milliseconds(500), clock: any Clock<Duration> = ContinuousClock(), step: Int = 1) {
         self.delay = delay
         self.clock = clock
+        self.step = step
     }
 
     /// The mutations an action produces.
@@ -77,11 +80,22 @@ public final class CounterReactor: Reactor {
     public func reduce(state: State, mutation: Mutation) -> State {
         var state = state
         switch mutation {
-        case .increaseValue: state.value += 1
-        case .decreaseValue: state.value -= 1
+        case .increaseValue: state.value += step
+        case .decreaseValue: state.value -= step
         case .setLoading(let isLoading): state.isLoading = isLoading
         case .setAlertMessage(let message): state.alertMessage = message
         }
         return state
+    }
+}
+
+/// What a client may create a counter with: `{"type":"counter","parameters":{"step":5}}`.
+public struct CounterParameters: Codable, Sendable, Equatable {
+    /// How much each action changes the value; 1 when absent.
+    public var step: Int?
+
+    /// Parameters with this step.
+    public init(step: Int? = nil) {
+        self.step = step
     }
 }

@@ -1,7 +1,6 @@
-// What a service's executable needs, in one import: the reactor API, the registry, the HTTP
-// service's types, and ArgumentParser for the app's own options.
+// What a service's executable needs, in one import: the reactor API, the registry and creation
+// parameters, and ArgumentParser for the app's own options.
 @_exported import ArgumentParser
 @_exported import Logging
 @_exported import ReactorCore
-@_exported import ReactorHTTP
 @_exported import ReactorHosting

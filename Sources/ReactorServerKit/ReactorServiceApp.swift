@@ -46,7 +46,7 @@ public protocol ReactorServiceApp: Sendable {
     /// Registers the reactor types the service serves. Called once when `serve` starts, with the
     /// app's options as parsed; every instance, new or brought back from the store, is made by
     /// the factories registered here.
-    func register(_ reactors: inout ReactorRegistry, options: Options)
+    func register(_ reactors: inout ReactorHosting.ReactorRegistry, options: Options)
 }
 
 extension ReactorServiceApp {

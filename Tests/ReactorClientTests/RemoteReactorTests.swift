@@ -25,6 +25,22 @@ struct RemoteReactorTests {
         #expect(counter.currentState.value == 1)
     }
 
+    @Test func createWithParametersAndTheirRefusalAsATypedError() async throws {
+        let server = try ServerProcess()
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", parameters: CounterParameters(step: 3),
+                                                                     at: server.url)
+        #expect(counter.version == 0)
+        #expect(try await counter.send(.increase, andWait: true).state.value == 3)
+
+        struct Misspelt: Encodable, Sendable { let step = "three" }
+        let refused = await #expect(throws: ReactorProblem.self) {
+            try await RemoteReactor<CounterReactor>.create(type: "counter", parameters: Misspelt(), at: server.url)
+        }
+        #expect(refused?.status == 422)
+        #expect(refused?.kind == "invalid-parameters")
+        #expect(refused?.detail.contains("step") == true)
+    }
+
     @Test func attachByIDFromASecondClient() async throws {
         let server = try ServerProcess()
         let first = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)

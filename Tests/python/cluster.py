@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from conftest import REPO_ROOT, EventStream, Reply, Server, request
+from conftest import REACTOR_SERVER, REPO_ROOT, App, EventStream, Reply, Server, request
 
 NGINX_CONF = REPO_ROOT / "docker" / "nginx.conf"
 STORE_MODES = ("postgres", "sqlite")
@@ -477,7 +477,8 @@ class Cluster:
     start)."""
 
     def __init__(self, directory: Path, *, nodes: int = 3, lease_s: float = 2, node_store: str | None = None,
-                 node_args: tuple[str, ...] = (), node_env: dict[str, str] | None = None) -> None:
+                 node_args: tuple[str, ...] = (), node_env: dict[str, str] | None = None,
+                 app: App = REACTOR_SERVER) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.store_mode = node_store or store_mode_from_environment()
@@ -486,6 +487,7 @@ class Cluster:
         self.lease_s = lease_s
         self.node_args = tuple(node_args)
         self.node_env = dict(node_env or {})
+        self.app = app
         self.node_ids = [f"node{index + 1}" for index in range(nodes)]
         self.node_ports = free_ports(nodes)
         self.nodes: list[Server | None] = [None] * nodes
@@ -542,7 +544,7 @@ class Cluster:
         env = {"NODE_ID": self.node_ids[index], "LEASE_S": f"{self.lease_s:g}", **self.node_env}
         # --port after conftest's --port 0: the last one counts.
         self.nodes[index] = Server("--port", str(self.node_ports[index]), *self.node_args,
-                                   env=env, store=self.node_store(index))
+                                   env=env, store=self.node_store(index), app=self.app)
         return self.nodes[index]
 
     def node(self, index: int) -> Server:

@@ -2,7 +2,9 @@
 server-sent-event clients built on the standard library.
 
 The server binary is $REACTOR_SERVER_BIN, or .build/debug/reactor-server below the repository
-root. Every server a test starts is stopped by its PID (SIGTERM, then a bounded wait).
+root. Every server a test starts is stopped by its PID (SIGTERM, then a bounded wait). A test may
+start another service built with ReactorServerKit instead (`App`): the starter package's
+executable is $STARTER_BIN, or Templates/starter/.build/debug/my-service.
 """
 
 from __future__ import annotations
@@ -25,17 +27,48 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-LISTENING = re.compile(r"reactor-server listening on http://([^:/\s]+):(\d+)")
+LISTENING = re.compile(r"(\S+) listening on http://([^:/\s]+):(\d+)")
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 
 
 def server_binary() -> Path:
-    configured = os.environ.get("REACTOR_SERVER_BIN", ".build/debug/reactor-server")
-    path = Path(configured)
+    return configured_binary("REACTOR_SERVER_BIN", ".build/debug/reactor-server")
+
+
+def configured_binary(variable: str, default: str) -> Path:
+    path = Path(os.environ.get(variable, default))
     if not path.is_absolute():
         path = REPO_ROOT / path
     return path
+
+
+@dataclass(frozen=True)
+class App:
+    """A service built with ReactorServerKit, as the tests start it: its binary, the options of
+    its own, and how to make the counter each serves (created with `create`, whose `"increase"`
+    adds `step` to the state's `value`)."""
+
+    name: str
+    binary_variable: str
+    default_binary: str
+    options: tuple[str, ...]
+    create: dict
+    step: int
+
+    @property
+    def binary(self) -> Path:
+        return configured_binary(self.binary_variable, self.default_binary)
+
+
+#: reactor-server, the example reactors: the counter's change 20 ms after each action, by the
+#: step it is created with.
+REACTOR_SERVER = App("reactor-server", "REACTOR_SERVER_BIN", ".build/debug/reactor-server",
+                     ("--counter-delay-ms", "20", "--search-latency-ms", "20"),
+                     {"type": "counter", "parameters": {"step": 2}}, 2)
+#: The starter package's service: its own counter, created with a step.
+STARTER = App("my-service", "STARTER_BIN", "Templates/starter/.build/debug/my-service", (),
+              {"type": "counter", "parameters": {"step": 3}}, 3)
 
 
 class Server:
@@ -46,17 +79,18 @@ class Server:
     log_directory: Path | None = None
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, store: str | None = None,
-                 preexec_fn=None) -> None:
-        """Starts a server. It keeps its sessions in `store` (a `--store` value) when given, else
-        in a new SQLite file of its own (unless `args` or `env` name a store). `preexec_fn` runs
-        in the child before the server is executed (to put it in a cgroup, say)."""
-        binary = server_binary()
+                 preexec_fn=None, app: App = REACTOR_SERVER) -> None:
+        """Starts a server (`app`'s, by default reactor-server). It keeps its sessions in `store`
+        (a `--store` value) when given, else in a new SQLite file of its own (unless `args` or
+        `env` name a store). `preexec_fn` runs in the child before the server is executed (to put
+        it in a cgroup, say)."""
+        binary = app.binary
         if not binary.is_file():
-            pytest.fail(f"no reactor-server binary at {binary}: build it (swift build) or set REACTOR_SERVER_BIN")
-        self.log = tempfile.NamedTemporaryFile(prefix="reactor-server-", suffix=".log", delete=False,
+            pytest.fail(f"no {app.name} binary at {binary}: build it (make test does) or set {app.binary_variable}")
+        self.app = app
+        self.log = tempfile.NamedTemporaryFile(prefix=f"{app.name}-", suffix=".log", delete=False,
                                                dir=Server.log_directory)
-        command = [str(binary), "--host", "127.0.0.1", "--port", "0",
-                   "--counter-delay-ms", "20", "--search-latency-ms", "20", *args]
+        command = [str(binary), "--host", "127.0.0.1", "--port", "0", *app.options, *args]
         process_env = {key: value for key, value in os.environ.items()
                        if key not in {"HOST", "PORT", "COUNTER_DELAY_MS"}}
         if store is None and "--store" not in args and "STORE" not in (env or {}):
@@ -86,10 +120,10 @@ class Server:
                         continue
                     buffer += chunk
         match = LISTENING.search(buffer.decode(errors="replace"))
-        if not match:
+        if not match or match.group(1) != self.app.name:
             self.stop()
-            pytest.fail(f"unexpected first line from reactor-server: {buffer!r}")
-        return match.group(1), int(match.group(2))
+            pytest.fail(f"unexpected first line from {self.app.name}: {buffer!r}")
+        return match.group(2), int(match.group(3))
 
     def stderr(self) -> str:
         return Path(self.log.name).read_text(errors="replace")
@@ -305,8 +339,9 @@ def start_server():
     """Starts extra servers with other flags; each is stopped when the test ends."""
     started: list[Server] = []
 
-    def start(*args: str, env: dict[str, str] | None = None, store: str | None = None, preexec_fn=None) -> Server:
-        instance = Server(*args, env=env, store=store, preexec_fn=preexec_fn)
+    def start(*args: str, env: dict[str, str] | None = None, store: str | None = None, preexec_fn=None,
+              app: App = REACTOR_SERVER) -> Server:
+        instance = Server(*args, env=env, store=store, preexec_fn=preexec_fn, app=app)
         started.append(instance)
         return instance
 

@@ -12,6 +12,7 @@ Needs Debian's `chromium` and `chromium-driver` (`make test-deps` installs them)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -128,6 +129,28 @@ def kept_versions(server, instance_id: str) -> dict:
     reply = server.request("GET", f"/reactors/{instance_id}/history")
     assert reply.status == 200, reply
     return reply.json()
+
+
+def test_the_landing_page_creates_with_the_parameters_typed_in_and_shows_their_refusal(server, page):
+    page.driver.get(server.base + "/")
+    field = '#types li[data-type="counter"] textarea.parameters-json'
+    page.until(lambda: page.attribute(field, "class"), "the counter's parameters field")
+    # Filled with the example parameters GET /types shows.
+    assert json.loads(page.element(field).get_attribute("value")) == {"step": 1}
+    created_before = server.metric("reactor_instances")
+    page.element(field).clear()
+    page.element(field).send_keys('{"step": "big"}')
+    page.click('#types li[data-type="counter"] button')
+    page.until(lambda: "invalid creation parameters" in (page.text("#status") or "").lower(), "the refusal shown")
+    assert "step" in page.text("#status")
+    assert server.metric("reactor_instances") == created_before
+    page.element(field).clear()
+    page.element(field).send_keys('{"step": 5}')
+    page.click('#types li[data-type="counter"] button')
+    page.until(lambda: "/inspector#" in page.driver.current_url, "the inspector opened")
+    instance_id = page.driver.current_url.split("#", 1)[1]
+    reply = server.request("POST", f"/reactors/{instance_id}/actions?wait=true", '"increase"')
+    assert reply.status == 200 and reply.json()["state"]["value"] == 5, reply
 
 
 def test_create_send_travel_refuse_delete(server, page):

@@ -13,7 +13,7 @@ import Tracing
 public final class ReactorService: Sendable {
     /// The limits and behaviour in force.
     public let configuration: ReactorServiceConfiguration
-    let registry: ReactorRegistry
+    let registry: ReactorHosting.ReactorRegistry
     /// The instances, their lifecycle and their store.
     let host: ReactorHost
     var table: InstanceTable { host.table }
@@ -31,7 +31,7 @@ public final class ReactorService: Sendable {
     private let storeWork = BlockingWorkPool()
 
     /// Creates a service serving the registered reactor types.
-    public init(registry: ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
+    public init(registry: ReactorHosting.ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
                 logger: Logger = Logger(label: "reactor-server")) {
         self.registry = registry
         self.configuration = configuration

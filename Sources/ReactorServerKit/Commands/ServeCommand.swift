@@ -228,9 +228,9 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         http.connectionTimeout = connectionTimeoutS > 0 ? .seconds(connectionTimeoutS) : nil
 
         // With a database the nodes share, the reactors' cluster channels reach every node through it.
-        var registry = ReactorRegistry()
+        var registry = ReactorHosting.ReactorRegistry()
         if case .postgres(let database) = location {
-            registry = ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
+            registry = ReactorHosting.ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
         }
         App().register(&registry, options: appOptions)
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)

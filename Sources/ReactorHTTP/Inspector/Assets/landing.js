@@ -1,5 +1,6 @@
 // The landing page: the registered reactor types (GET /types), each with a button that creates
-// an instance (POST /reactors) and opens it in the inspector.
+// an instance (POST /reactors) and opens it in the inspector. A type registered with creation
+// parameters has a field for their JSON, filled with its example.
 "use strict";
 
 const statusLine = document.getElementById("status");
@@ -22,14 +23,24 @@ async function problemText(response) {
   }
 }
 
-async function createAndInspect(typeName, button) {
+async function createAndInspect(typeName, button, parametersField) {
+  const body = { type: typeName };
+  if (parametersField && parametersField.value.trim() !== "") {
+    try {
+      body.parameters = JSON.parse(parametersField.value);
+    } catch (error) {
+      statusLine.textContent = `The parameters of the ${typeName} are not JSON: ${error.message}`;
+      parametersField.focus();
+      return;
+    }
+  }
   button.disabled = true;
   statusLine.textContent = `Creating a ${typeName}…`;
   try {
     const response = await fetch("/reactors", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ type: typeName }),
+      body: JSON.stringify(body),
     });
     if (response.status !== 201) {
       statusLine.textContent = `Could not create a ${typeName}: ${await problemText(response)}`;
@@ -63,10 +74,21 @@ function typeItem(type) {
   examples.append(exampleList);
   item.append(examples);
 
+  let parametersField = null;
+  if (type.parameters) {
+    const label = element("label", "parameters", `Parameters (${type.parameters})`);
+    parametersField = element("textarea", "parameters-json");
+    parametersField.rows = 2;
+    parametersField.spellcheck = false;
+    parametersField.value = type.exampleParameters === undefined ? "" : JSON.stringify(type.exampleParameters);
+    label.append(parametersField);
+    item.append(label);
+  }
+
   const button = element("button", "primary", "Create and inspect");
   button.type = "button";
   button.setAttribute("aria-describedby", headingId);
-  button.addEventListener("click", () => createAndInspect(type.name, button));
+  button.addEventListener("click", () => createAndInspect(type.name, button, parametersField));
   item.append(button);
   return item;
 }
