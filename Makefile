@@ -15,7 +15,7 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
 TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter
+.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check
 
 ## The starter package a team copies (Templates/starter), built against this checkout rather than
 ## a release (REACTOR_SERVER_CHECKOUT: a path, not the network), in its own .build.
@@ -66,11 +66,16 @@ run: build
 
 test: test-deps venv
 	$(SWIFT) build --build-tests
+	api/check
 	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 	Fuzz/run $(FUZZ_SECONDS)
 	$(MAKE) starter
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
 	  STARTER_BIN=$(abspath $(STARTER)/.build/debug/my-service) $(PY) -m pytest -q Tests/python
+
+## The public API against the last release's (api/README.md).
+api-check:
+	api/check
 
 ## Builds the starter package against this checkout and runs its tests; the end-to-end tests
 ## (Tests/python/test_service_app.py) then serve its executable.

@@ -54,6 +54,10 @@ def test_walkthrough_runs_verbatim(server, tmp_path):
     assert waited["version"] == 8
     assert '"8"' in lines and "304" in lines and "204" in lines
     assert "urn:reactor-server:problem:unknown-instance" in out
+    # The counter created with a step of 10, and the parameters refused naming the field.
+    assert '"value":10' in lines
+    refused = json.loads(next(line for line in lines if "invalid-parameters" in line))
+    assert refused["status"] == 422 and "'step'" in refused["detail"]
 
     # The first stream: retry hint, states with strictly increasing versions from 0, the final
     # state, then the end event.

@@ -135,10 +135,19 @@ public struct StoredSession: Sendable, Equatable {
     /// context), nil when it was created without either: its reactor is made with them again.
     public var creation: [UInt8]?
 
-    /// A stored session.
+    /// A stored session created without parameters or a creation context.
     public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
                 history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
-                publishedAhead: Bool = false, shownThrough: UInt64 = 0, creation: [UInt8]? = nil) {
+                publishedAhead: Bool = false, shownThrough: UInt64 = 0) {
+        self.init(type: type, version: version, state: state, startedThrough: startedThrough, lastActivity: lastActivity,
+                  history: history, pendingActions: pendingActions, rememberedKeys: rememberedKeys,
+                  publishedAhead: publishedAhead, shownThrough: shownThrough, creation: nil)
+    }
+
+    /// A stored session, with the JSON of its ``InstanceCreation`` (nil for none).
+    public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
+                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
+                publishedAhead: Bool = false, shownThrough: UInt64 = 0, creation: [UInt8]?) {
         self.type = type
         self.version = version
         self.state = state
