@@ -51,6 +51,9 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         // Already in the graph through postgres-nio: ReactorServer is a Service of it.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // `make docs`: the DocC catalogs of the products a user imports (a plugin: nothing of it
+        // is linked into them).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The package's synchronisation primitives over pthreads (which ThreadSanitizer

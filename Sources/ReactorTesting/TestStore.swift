@@ -18,7 +18,7 @@ import Testing
 /// Each assertion says how the state changes from the previous one; the store compares the
 /// state the reactor published with that and records an issue, with a line diff, when they
 /// differ. Pulse fields compare with their counts, so a value assigned again must be asserted
-/// again. ``finish()`` records an issue for states not asserted, mutations still running and
+/// again. ``finish(sourceLocation:)`` records an issue for states not asserted, mutations still running and
 /// errors not asserted. With ``Exhaustivity/off`` only what the closures set is checked, and
 /// states in between may be skipped.
 public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
@@ -56,8 +56,13 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
 
     /// A store over `reactor`, whose delays run on `clock`.
     /// - Parameters:
+    ///   - reactor: the reactor under test.
+    ///   - clock: the clock its delays run on, advanced by ``advance(by:sourceLocation:assert:)``;
+    ///     nil when it has none.
+    ///   - exhaustivity: whether every state and error must be asserted (``Exhaustivity/on``).
     ///   - timeout: the longest a `receive` waits for a state before it records an issue (a
     ///     guard so a broken test fails rather than hangs, not a way to wait for work).
+    ///   - sourceLocation: where the store is made, named by the issues it records about itself.
     public init(_ reactor: R, clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
                 sourceLocation: SourceLocation = #_sourceLocation) {
         self.createdAt = sourceLocation
@@ -111,7 +116,7 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
         }
     }
 
-    /// A store let go without ``finish()`` (exhaustive) records an issue for what is left over
+    /// A store let go without ``finish(sourceLocation:)`` (exhaustive) records an issue for what is left over
     /// now: states or errors not asserted, mutations still running.
     deinit {
         guard exhaustivity == .on, !finished.withLock({ $0 }) else { return }

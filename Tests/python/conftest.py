@@ -4,7 +4,7 @@ server-sent-event clients built on the standard library.
 The server binary is $REACTOR_SERVER_BIN, or .build/debug/reactor-server below the repository
 root. Every server a test starts is stopped by its PID (SIGTERM, then a bounded wait). A test may
 start another service built with ReactorServerKit instead (`App`): the starter package's
-executable is $STARTER_BIN, or Templates/starter/.build/debug/my-service.
+executable is $STARTER_BIN, or .build/debug/my-service (`make starter` builds it there).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ REACTOR_SERVER = App("reactor-server", "REACTOR_SERVER_BIN", ".build/debug/react
                      ("--counter-delay-ms", "20", "--search-latency-ms", "20"),
                      {"type": "counter", "parameters": {"step": 2}}, 2)
 #: The starter package's service: its own counter, created with a step.
-STARTER = App("my-service", "STARTER_BIN", "Templates/starter/.build/debug/my-service", (),
+STARTER = App("my-service", "STARTER_BIN", ".build/debug/my-service", (),
               {"type": "counter", "parameters": {"step": 3}}, 3)
 
 
