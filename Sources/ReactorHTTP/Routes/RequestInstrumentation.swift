@@ -1,0 +1,97 @@
+import Dispatch
+import Logging
+import MicroHTTP
+import ReactorHosting
+
+// Around every route: metrics, CORS, the request log, and the refusals routes throw.
+
+extension ReactorService {
+    func add(_ router: inout Router, _ method: HTTPMethod, _ pattern: String,
+                     _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply) {
+        let routeMetrics = metrics.route(pattern, method: method.rawValue)
+        router.add(method, pattern) { request in
+            let scope = RequestScope(service: self, metrics: routeMetrics, request: request)
+            do {
+                switch try handler(request, scope) {
+                case .now(let response): return scope.finish(response)
+                case .deferred(let response): return response
+                }
+            } catch is StoreWaitNeeded {
+                return HTTPResponse.deferred { responder in
+                    self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
+                }
+            } catch let problem as Problem where self.waitsForOwnership(after: problem) {
+                let deadline = self.ownershipDeadlineFromNow()
+                return HTTPResponse.deferred { responder in
+                    self.retry(request, scope.waitingForStore(), handler, until: deadline, responder: responder)
+                }
+            } catch {
+                return scope.finish(Self.problem(for: error).response)
+            }
+        }
+    }
+
+    /// The problem to answer for an error a route threw.
+    static func problem(for error: any Error) -> Problem {
+        (error as? Problem) ?? Problem(status: 500, kind: "internal", title: "Internal Server Error", detail: "\(error)")
+    }
+
+    func finish(_ response: consuming HTTPResponse, scope: RequestScope) -> HTTPResponse {
+        var response = response
+        cors.decorate(&response, for: scope.request)
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- scope.started
+        scope.metrics.requestFinished(status: response.status, nanoseconds: Int64(clamping: elapsed))
+        if logsEachRequest {
+            // Numbered only when logged: a counter shared by every worker thread costs a
+            // contended cache line per request.
+            let requestID = requestCount.wrappingAdd(1, ordering: .relaxed).newValue
+            logger.debug("request", metadata: [
+                "request-id": "\(requestID)",
+                "method": "\(scope.request.method.rawValue)",
+                "path": "\(Self.loggable(path: scope.request.path))",
+                "status": "\(response.status)",
+                "micros": "\(elapsed / 1000)",
+            ])
+        }
+        return response
+    }
+
+    /// `path` as logs may show it: an instance id in it (`/reactors/{id}…`) replaced by its short
+    /// hash, since the id is its owner's only credential.
+    static func loggable(path: String) -> String {
+        var segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count >= 3, segments[1] == "reactors", !segments[2].isEmpty else { return path }
+        segments[2] = Substring(InstanceID.logLabel(String(segments[2])))
+        return segments.joined(separator: "/")
+    }
+}
+
+/// One request as the service's instrumentation sees it.
+struct RequestScope: Sendable {
+    let service: ReactorService
+    let metrics: RouteMetrics
+    let request: HTTPRequest
+    let started: UInt64
+    /// Whether the request is served where it may wait for the session store (off the event
+    /// loops): only then is an instance brought back from the store or a new id checked.
+    private(set) var mayWaitForStore = false
+
+    init(service: ReactorService, metrics: RouteMetrics, request: HTTPRequest) {
+        self.service = service
+        self.metrics = metrics
+        self.request = request
+        self.started = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// The same request, served where it may wait for the store.
+    func waitingForStore() -> RequestScope {
+        var scope = self
+        scope.mayWaitForStore = true
+        return scope
+    }
+
+    /// Adds CORS headers, records metrics and logs; returns the response to send.
+    func finish(_ response: consuming HTTPResponse) -> HTTPResponse {
+        service.finish(response, scope: self)
+    }
+}
