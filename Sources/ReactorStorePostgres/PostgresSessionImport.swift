@@ -49,7 +49,7 @@ public final class PostgresSessionImport: SessionImport {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
         let link = PostgresLink(location: location, logger: quiet, timeout: timeout)
-        try PostgresSessionStore.prepareSchema(on: link, location: location, logger: quiet)
+        try PostgresSchema.prepare(on: link, location: location, logger: quiet)
         link.close()
         transaction = try PostgresTransaction(location: location, timeout: timeout, logger: quiet)
         do throws(SessionStoreError) {

@@ -23,13 +23,6 @@ import ReactorHosting
 /// The schema is created, or checked, at start, under an advisory lock so that nodes starting
 /// together do not race.
 public final class PostgresSessionStore: SessionStore, SessionExporting {
-    /// The schema this code writes; a database with a higher one is refused.
-    static let schemaVersion = 1
-    /// What `reactor_meta` says this database holds.
-    static let application = "reactor-server sessions"
-    /// The advisory lock key under which the schema is created.
-    private static let schemaLock: Int64 = 0x5265_6163_746F_72
-
     /// Where the database is.
     public let location: PostgresLocation
     /// This node's name, kept as the owner of the sessions it serves.
@@ -40,13 +33,9 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     private let writer: PostgresLink
     /// Loads and look-ups, several at once (activations are served side by side).
     let reader: PostgresLinkPool
-    /// Its own connection, so that a commit waiting on a row lock never holds up the renewals.
-    private let renewer: PostgresLink
     let logger: Logger
-    /// The epoch of each session this node has claimed.
-    private let claims = Locked<[String: Int64]>([:])
-    private let leaseKeeper: Locked<LeaseKeeper?> = Locked(nil)
-    private let lostHandler = Locked<(@Sendable (Set<String>) -> Void)?>(nil)
+    /// This node's claims on sessions, and the thread that renews them.
+    private let leases: SessionLeases
     private let handOverHandler = Locked<(@Sendable (String) -> Void)?>(nil)
     /// Where nodes ask each other for sessions: `"<owner node>\n<session id>"`.
     private let handOverRequests: PostgresChannel
@@ -88,11 +77,10 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         self.logger = quiet
         self.writer = PostgresLink(location: location, logger: quiet, timeout: timeout)
         self.reader = PostgresLinkPool(size: Self.readerConnections, location: location, logger: quiet, timeout: timeout)
-        self.renewer = PostgresLink(location: location, logger: quiet, timeout: timeout)
-        try Self.prepareSchema(on: writer, location: location, logger: quiet)
+        self.leases = SessionLeases(location: location, node: node, lease: lease, logger: quiet, timeout: timeout)
+        try PostgresSchema.prepare(on: writer, location: location, logger: quiet)
         handOverRequests = PostgresChannel(location: location, name: Self.handOverChannel, logger: quiet)
-        let keeper = LeaseKeeper(period: lease / 3) { [weak self] in self?.renewLeases() }
-        leaseKeeper.withLock { $0 = keeper }
+        leases.start()
         handOverRequests.subscribe { [weak self] message in self?.heardHandOverRequest(message) }
     }
 
@@ -105,102 +93,15 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         let parts = message.split(separator: UInt8(ascii: "\n"), maxSplits: 1)
         guard parts.count == 2, String(decoding: parts[0], as: UTF8.self) == node else { return }
         let id = String(decoding: parts[1], as: UTF8.self)
-        guard claims.withLock({ $0[id] != nil }), let handler = handOverHandler.withLock({ $0 }) else { return }
+        guard leases.holds(id), let handler = handOverHandler.withLock({ $0 }) else { return }
         handler(id)
     }
 
     public var isShared: Bool { true }
 
     public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {
-        lostHandler.withLock { $0 = handler }
+        leases.onLost(handler)
     }
-
-    // MARK: - Schema
-
-    /// Creates the tables in a new database, or checks that an existing one is a session store
-    /// of a schema this code reads; all in one transaction, so a refused database is left as it was.
-    static func prepareSchema(on writer: PostgresLink, location: PostgresLocation,
-                                      logger: Logger) throws(SessionStoreError) {
-        try writer.run { connection in
-            try connection.run("BEGIN", logger: logger)
-            do {
-                try connection.run("SELECT pg_advisory_xact_lock(\(Self.schemaLock))", logger: logger)
-                try connection.run("CREATE TABLE IF NOT EXISTS reactor_meta(key text PRIMARY KEY, value text NOT NULL)", logger: logger)
-                var values: [String: String] = [:]
-                for row in try connection.run("SELECT key, value FROM reactor_meta", logger: logger).rows {
-                    let (key, value) = try row.decode((String, String).self)
-                    values[key] = value
-                }
-                if values.isEmpty {
-                    try connection.run("""
-                        INSERT INTO reactor_meta(key, value) VALUES ('application', \(Self.application)), ('schema', \(String(Self.schemaVersion)))
-                        """, logger: logger)
-                } else {
-                    guard values["application"] == Self.application else {
-                        throw SessionStoreError(.corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
-                    }
-                    let schema = values["schema"].flatMap(Int.init) ?? 0
-                    guard schema <= Self.schemaVersion else {
-                        throw SessionStoreError(.corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
-                    }
-                }
-                for statement in Self.schemaStatements {
-                    try connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                // Added after the first schema; the schema number stays (a build without the
-                // columns never sets them, and reads and writes the table as before). Altered only
-                // when missing: an ALTER TABLE locks the table against every node's queries.
-                var present: Set<String> = []
-                for row in try connection.run("""
-                    SELECT column_name::text FROM information_schema.columns
-                    WHERE table_schema = current_schema() AND table_name = 'reactor_sessions'
-                    """, logger: logger).rows {
-                    present.insert(try row.decode(String.self))
-                }
-                for (column, definition) in Self.columnsOfLaterBuilds where !present.contains(column) {
-                    try connection.run(PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
-                                       logger: logger)
-                }
-                try connection.run("COMMIT", logger: logger)
-            } catch {
-                _ = try? connection.run("ROLLBACK", logger: logger)
-                throw error
-            }
-        }
-    }
-
-    /// The sessions' columns added since the first schema, with their definitions: whether the
-    /// session's last process showed versions past the stored one (``StoredSession/publishedAhead``),
-    /// and the highest version clients may have been shown before a copy from a restored backup
-    /// (``StoredSession/shownThrough``), and the JSON of the session's creation, empty for none
-    /// (``StoredSession/creation``).
-    private static let columnsOfLaterBuilds = [
-        ("published_ahead", "boolean NOT NULL DEFAULT false"),
-        ("shown_through", "bigint NOT NULL DEFAULT 0"),
-        ("creation", "bytea NOT NULL DEFAULT ''::bytea"),
-    ]
-
-    private static let schemaStatements = [
-        """
-        CREATE TABLE IF NOT EXISTS reactor_sessions(
-            id text PRIMARY KEY, type text NOT NULL, version bigint NOT NULL, state bytea NOT NULL,
-            started_through bigint NOT NULL, last_activity bigint NOT NULL,
-            owner text, epoch bigint NOT NULL, lease_until timestamptz)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS reactor_history(
-            id text NOT NULL, first_version bigint NOT NULL, last_version bigint NOT NULL, versions bytea NOT NULL,
-            PRIMARY KEY (id, first_version))
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS reactor_actions(
-            id text NOT NULL, seq bigint NOT NULL, action bytea NOT NULL, PRIMARY KEY (id, seq))
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS reactor_action_keys(
-            id text NOT NULL, key text NOT NULL, seq bigint NOT NULL, digest bigint NOT NULL, PRIMARY KEY (id, key))
-        """,
-    ]
 
     // MARK: - Writing
 
@@ -218,11 +119,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 throw error
             }
         }
-        claims.withLock { claims in
-            for (id, epoch) in outcome.claimed { claims[id] = epoch }
-            for id in outcome.released { claims[id] = nil }
-            for id in outcome.stale { claims[id] = nil }
-        }
+        leases.update(claimed: outcome.claimed, released: outcome.released.union(outcome.stale))
         return outcome.stale
     }
 
@@ -254,8 +151,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 epochs[id] = epoch
             }
         }
-        let claimed = claims.withLock { claims in epochs.keys.map { ($0, claims[$0]) } }
-        for (id, epoch) in claimed where epoch != epochs[id] { outcome.stale.insert(id) }
+        for (id, epoch) in leases.epochs(of: epochs.keys) where epoch != epochs[id] { outcome.stale.insert(id) }
 
         var exists: [String: Bool] = [:]
         func sessionExists(_ id: String) -> Bool { exists[id] ?? (epochs[id] != nil) }
@@ -389,7 +285,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     /// Loads the session and claims it for this node.
     public func load(id: String) throws(SessionStoreError) -> StoredSession? {
         guard let (stored, epoch) = try read(id: id, claiming: true) else { return nil }
-        claims.withLock { $0[id] = epoch }
+        leases.update(claimed: [id: epoch], released: [])
         return stored
     }
 
@@ -486,130 +382,14 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     }
 
     public func close() {
-        leaseKeeper.withLock { keeper in
-            keeper?.stop()
-            keeper = nil
-        }
+        leases.stop()
         handOverRequests.close()
         writer.close()
         reader.close()
-        renewer.close()
     }
-
-    // MARK: - Leases
-
-    /// When the leases were last renewed (monotonic nanoseconds).
-    private let lastRenewal = Locked<UInt64>(DispatchTime.now().uptimeNanoseconds)
-    /// Why the last renewal (or, holding no lease, the last check that the database answers)
-    /// failed; nil once one succeeds.
-    private let lastRenewalError = Locked<SessionStoreError?>(nil)
 
     /// The error of the last renewal of the leases (a check that the database answers, while
     /// this node holds none), every `--lease-s` / 3; or, when none has succeeded for a whole
     /// lease (a database that hangs), that.
-    public var outage: SessionStoreError? {
-        let since = DispatchTime.now().uptimeNanoseconds &- lastRenewal.withLock { $0 }
-        if since >= lease.nanoseconds {
-            return lastRenewalError.withLock { $0 }
-                ?? SessionStoreError(.unavailable, "\(location): no answer for \(since / 1_000_000_000) s")
-        }
-        return lastRenewalError.withLock { $0 }
-    }
-
-    /// Extends this node's leases, and reports the sessions it finds claimed by another node (or
-    /// all of them, once the database has been out of reach for a whole lease).
-    private func renewLeases() {
-        let held = claims.withLock { $0 }
-        let lost: Set<String>
-        if held.isEmpty {
-            // Nothing to renew: a check that the database answers, for readiness.
-            let logger = self.logger
-            do {
-                _ = try renewer.run { connection in try connection.run("SELECT 1", logger: logger) }
-                if lastRenewalError.withLock({ $0 }) != nil { logger.notice("the database answers again") }
-                recordRenewal(failure: nil)
-            } catch {
-                if lastRenewalError.withLock({ $0 }) == nil {
-                    logger.warning("the database does not answer; this node reports itself not ready", metadata: ["error": "\(error)"])
-                }
-                recordRenewal(failure: error)
-            }
-            return
-        }
-        let ids = Array(held.keys)
-        let epochs = ids.map { held[$0]! }
-        let logger = self.logger
-        let lease = self.lease.timeInterval
-        do {
-            let renewed = try renewer.run { connection -> Set<String> in
-                // The rows locked in id order first, as a commit locks them.
-                let rows = try connection.run("""
-                    WITH held AS (
-                        SELECT s.id FROM reactor_sessions AS s
-                        JOIN unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch) ON s.id = c.id AND s.epoch = c.epoch
-                        WHERE s.owner = \(node) ORDER BY s.id FOR UPDATE OF s)
-                    UPDATE reactor_sessions AS s SET lease_until = now() + make_interval(secs => \(lease))
-                    FROM held WHERE s.id = held.id
-                    RETURNING s.id
-                    """, logger: logger).rows
-                return Set(try rows.map { try $0.decode(String.self) })
-            }
-            recordRenewal(failure: nil)
-            // Those no longer held at the epoch read above: claimed by another node (unless this
-            // node claimed, released or deleted them again meanwhile).
-            lost = claims.withLock { claims in
-                var lost: Set<String> = []
-                for (id, epoch) in held where !renewed.contains(id) && claims[id] == epoch {
-                    claims[id] = nil
-                    lost.insert(id)
-                }
-                return lost
-            }
-        } catch {
-            recordRenewal(failure: error)
-            let since = DispatchTime.now().uptimeNanoseconds &- lastRenewal.withLock { $0 }
-            guard since >= self.lease.nanoseconds else {
-                logger.warning("could not renew the session leases; retrying", metadata: ["error": "\(error)"])
-                return
-            }
-            logger.error("session leases lapsed: the database was out of reach for a whole lease, so other nodes may serve these sessions now",
-                         metadata: ["error": "\(error)", "sessions": "\(held.count)"])
-            lost = claims.withLock { claims in
-                let lost = Set(claims.keys)
-                claims.removeAll()
-                return lost
-            }
-        }
-        if !lost.isEmpty, let handler = lostHandler.withLock({ $0 }) { handler(lost) }
-    }
-
-    /// Records how a renewal (or check) ended: a success moves the last renewal on.
-    private func recordRenewal(failure: SessionStoreError?) {
-        if failure == nil { lastRenewal.withLock { $0 = DispatchTime.now().uptimeNanoseconds } }
-        lastRenewalError.withLock { $0 = failure }
-    }
-}
-
-/// Runs `renew` every `period` on a thread of its own until stopped.
-final class LeaseKeeper: Sendable {
-    private let stopping = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
-
-    init(period: Duration, renew: @escaping @Sendable () -> Void) {
-        let seconds = period.timeInterval
-        var error: Int32 = 0
-        guard let thread = startThread({ [stopping, stopped] in
-            while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
-            stopped.signal()
-        }, error: &error) else {
-            fatalError("could not start the lease renewal thread (error \(error))")
-        }
-        pthread_detach(thread)
-    }
-
-    /// Stops renewing; returns once the thread has.
-    func stop() {
-        stopping.signal()
-        stopped.wait()
-    }
+    public var outage: SessionStoreError? { leases.outage }
 }

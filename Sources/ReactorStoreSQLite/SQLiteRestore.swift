@@ -81,9 +81,9 @@ public enum SQLiteRestore {
             let replaced = try StoreFileCopy.openStore(store, readOnly: true)
             let aheadLimit = GroupCommitter.versionsShownAheadLimit
             // A store an older build wrote may lack the later columns.
-            let publishedAhead = try SQLiteSessionStore.hasColumn("published_ahead", of: "sessions", on: replaced)
+            let publishedAhead = try SQLiteSchema.hasColumn("published_ahead", of: "sessions", on: replaced)
                 ? "published_ahead" : "0"
-            let shownThrough = try SQLiteSessionStore.hasColumn("shown_through", of: "sessions", on: replaced)
+            let shownThrough = try SQLiteSchema.hasColumn("shown_through", of: "sessions", on: replaced)
                 ? "shown_through" : "0"
             let sessions = try replaced.statement("""
                 SELECT id, max(version + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
@@ -97,7 +97,7 @@ public enum SQLiteRestore {
         try copy.execute("BEGIN IMMEDIATE")
         do throws(SessionStoreError) {
             // A backup an older build took may lack the column.
-            try SQLiteSessionStore.addColumnsOfLaterBuilds(copy)
+            try SQLiteSchema.addColumnsOfLaterBuilds(copy)
             let mark = try copy.statement("UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND version < ?1 AND shown_through < ?1")
             var marked = 0
             for (id, version) in shown {

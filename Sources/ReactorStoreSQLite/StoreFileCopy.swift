@@ -19,7 +19,7 @@ enum StoreFileCopy {
             throw SessionStoreError(.unavailable, "there is no session store at \(source)")
         }
         let store = try SQLiteConnection(path: source, create: false, readOnly: readOnly)
-        try SQLiteSessionStore.checkSchema(store, allowingEmpty: false)
+        try SQLiteSchema.check(store, allowingEmpty: false)
         return store
     }
 

@@ -409,7 +409,7 @@ import Testing
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
         try versions(1...6, of: ["a"], on: store)
         try expectHistory(of: "a", through: 6, capacity: 4, in: store)
-        #expect(try store.schema() == SQLiteSessionStore.schemaVersion)
+        #expect(try store.schema() == SQLiteSchema.version)
     }
 
     @Test func aSessionIsMarkedPublishedAheadUntilItsReleaseAcrossReopening() throws {
@@ -444,6 +444,6 @@ import Testing
         #expect(loaded.state == bytes("0"))
         _ = try store.commit([.publishingAhead(id: "a")])
         #expect(try store.load(id: "a")?.publishedAhead == true)
-        #expect(try store.schema() == SQLiteSessionStore.schemaVersion)
+        #expect(try store.schema() == SQLiteSchema.version)
     }
 }

@@ -1,0 +1,98 @@
+import ReactorHosting
+
+/// The tables of a SQLite session store: made when missing, given the columns later builds added
+/// (GRDB keeps the same in a `DatabaseMigrator`), and checked before a file is used as a store.
+enum SQLiteSchema {
+    /// The schema this code writes; a store with a higher one is refused.
+    static let version = 2
+    /// What the `meta` table says a session store is, so another application's database is refused.
+    static let application = "reactor-server sessions"
+
+    /// Makes the tables that are missing, in one transaction, and adds the columns of later
+    /// builds to a store made before them.
+    static func prepare(_ writer: SQLiteConnection) throws(SessionStoreError) {
+        try writer.execute("""
+            BEGIN IMMEDIATE;
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+            INSERT OR IGNORE INTO meta(key, value) VALUES ('application', '\(application)');
+            INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '\(version)');
+            CREATE TABLE IF NOT EXISTS sessions(
+                id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
+                started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL,
+                published_ahead INTEGER NOT NULL DEFAULT 0, shown_through INTEGER NOT NULL DEFAULT 0,
+                creation BLOB) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS history(
+                id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
+                versions BLOB NOT NULL,
+                PRIMARY KEY(id, first_version)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS actions(
+                id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
+                PRIMARY KEY(id, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS action_keys(
+                id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, digest INTEGER NOT NULL,
+                PRIMARY KEY(id, key)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS journal(
+                row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
+                last_version INTEGER NOT NULL, versions BLOB NOT NULL);
+            UPDATE meta SET value = '\(version)' WHERE key = 'schema';
+            """)
+        do throws(SessionStoreError) {
+            try addColumnsOfLaterBuilds(writer)
+            try writer.execute("COMMIT")
+        } catch {
+            try? writer.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Adds the sessions' `published_ahead`, `shown_through` and `creation` columns to a store
+    /// made before they existed. The schema number stays: a build without them reads and writes
+    /// such a store as before and never sets them, and their defaults are what its sessions need
+    /// (see ``StoredSession/publishedAhead``, ``StoredSession/shownThrough`` and
+    /// ``StoredSession/creation``).
+    static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
+        for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
+        }
+        if try !hasColumn("creation", of: "sessions", on: connection) {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN creation BLOB")
+        }
+    }
+
+    /// Whether `table` has `column` in the database open on `connection`.
+    static func hasColumn(_ column: String, of table: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Bool {
+        let statement = try connection.statement("SELECT count(*) FROM pragma_table_info(?) WHERE name = ?")
+        defer { statement.reset() }
+        statement.bind(1, table)
+        statement.bind(2, column)
+        return try statement.next() && statement.int64(0) == 1
+    }
+
+    /// Refuses a database that holds tables but is not a session store, or a newer one; and an
+    /// empty one unless `allowingEmpty` (a new store starts empty).
+    static func check(_ connection: SQLiteConnection, allowingEmpty: Bool = true) throws(SessionStoreError) {
+        let tables = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        defer { tables.reset() }
+        guard try tables.next() else { return }
+        if tables.int64(0) == 0 {
+            guard allowingEmpty else {
+                throw SessionStoreError(.corrupt, "\(connection.path) holds no session store (no tables)")
+            }
+            return
+        }
+        let hasMeta = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+        defer { hasMeta.reset() }
+        guard try hasMeta.next(), hasMeta.int64(0) == 1 else {
+            throw SessionStoreError(.corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+        }
+        let meta = try connection.statement("SELECT key, value FROM meta WHERE key IN ('application', 'schema')")
+        var values: [String: String] = [:]
+        while try meta.next() { values[meta.text(0)] = meta.text(1) }
+        guard values["application"] == application else {
+            throw SessionStoreError(.corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+        }
+        guard let schema = values["schema"].flatMap(Int.init), schema <= version else {
+            throw SessionStoreError(.corrupt, "\(connection.path) was written by a newer reactor-server (schema \(values["schema"] ?? "?")); it was left untouched")
+        }
+    }
+}

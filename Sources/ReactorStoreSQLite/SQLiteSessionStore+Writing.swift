@@ -1,0 +1,291 @@
+import CSQLite
+import Foundation
+import Locking
+import ReactorHosting
+
+// Commits: each batch of writes in one transaction, the history journal folded as it fills, idle sessions deleted.
+
+extension SQLiteSessionStore {
+    public func commit(_ writes: [SessionWrite]) throws(SessionStoreError) -> Set<String> {
+        try writer.withLock { connection throws(SessionStoreError) -> Set<String> in
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SessionStoreError) {
+                var settled: [String] = []
+                let lastRow = journal.withLock { $0.lastRow }
+                let stale = try apply(writes, on: connection, settling: &settled)
+                let appended = Int(journal.withLock { $0.lastRow } - lastRow)
+                let deletedThrough = try foldOldestJournalRows(appended: appended, on: connection, settling: &settled)
+                try connection.execute("COMMIT")
+                var frames: Int32 = 0
+                var highest: Int32 = 0
+                sqlite3_db_status(connection.handle, SQLITE_DBSTATUS_CACHE_WRITE, &frames, &highest, 1)
+                if checkpointer.committed(frames: Int(frames)) { checkpointer.finish(on: connection) }
+                // Only now: a load that read the journal before this commit must still find the
+                // folded rows there, and one that reads it after finds them in the history.
+                journal.withLock { journal in
+                    for id in settled { journal.forget(id) }
+                    if let deletedThrough { journal.deleted(through: deletedThrough) }
+                }
+                return stale
+            } catch {
+                try? connection.execute("ROLLBACK")
+                // The rows numbered for the batch were not written.
+                if let rows = try? Self.readJournal(connection) { journal.withLock { $0 = rows } }
+                throw error
+            }
+        }
+    }
+
+    /// The journal's rows as the table holds them, all unfolded (those of sessions folded before
+    /// a crash are folded again, to the same keys).
+    static func readJournal(_ connection: SQLiteConnection) throws(SessionStoreError) -> HistoryJournal {
+        let statement = try connection.statement("SELECT row, id FROM journal ORDER BY row")
+        defer { statement.reset() }
+        var rows: [(row: Int64, id: String)] = []
+        while try statement.next() { rows.append((statement.int64(0), statement.text(1))) }
+        return HistoryJournal(rows: rows)
+    }
+
+    /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
+    /// A session's versions in the batch become one journal row (a chunk) and one update of its
+    /// row; the sessions it deletes are added to `settled`, whose journal entries go once the
+    /// batch is committed.
+    private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection,
+                       settling settled: inout [String]) throws(SessionStoreError) -> Set<String> {
+        let batch = SessionBatch(writes)
+        var stale: Set<String> = []
+        /// Whether each session touched so far exists (created, deleted or looked up in this batch).
+        var exists: [String: Bool] = [:]
+        func sessionExists(_ id: String) throws(SessionStoreError) -> Bool {
+            if let known = exists[id] { return known }
+            let found = try contains(id: id, on: connection)
+            exists[id] = found
+            return found
+        }
+        for write in batch.writes {
+            switch write {
+            case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
+                let session = try connection.statement("""
+                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, creation)
+                    VALUES (?, ?, 0, ?, 0, ?, ?, ?)
+                    """)
+                session.bind(1, id)
+                session.bind(2, type)
+                session.bind(3, blob: state)
+                session.bind(4, lastActivity)
+                session.bind(5, Int64(publishingAhead ? 1 : 0))
+                session.bind(6, optionalBlob: creation)
+                try session.run()
+                exists[id] = true
+                try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
+            case .accept(let id, let seq, let action, let key):
+                if let key, try sessionExists(id) { try remember(key, of: id, on: connection) }
+                guard !batch.settlesLater(id: id, seq: seq), try sessionExists(id) else { continue }
+                let statement = try connection.statement("INSERT OR REPLACE INTO actions(id, seq, action) VALUES (?, ?, ?)")
+                statement.bind(1, id)
+                statement.bind(2, seq)
+                statement.bind(3, blob: action)
+                try statement.run()
+            case .settle(let id, let seq):
+                guard !batch.acceptedInBatch(id: id, seq: seq) else { continue }
+                let statement = try connection.statement("DELETE FROM actions WHERE id = ? AND seq = ?")
+                statement.bind(1, id)
+                statement.bind(2, seq)
+                try statement.run()
+            case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
+                // Written once, at the session's last version in the batch.
+                guard let entries = batch.versions(of: id, endingAt: version) else { continue }
+                let session = try connection.statement("""
+                    UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
+                    WHERE id = ?5 AND version < ?6
+                    """)
+                session.bind(1, version)
+                session.bind(2, blob: state)
+                session.bind(3, startedThrough)
+                session.bind(4, lastActivity)
+                session.bind(5, id)
+                session.bind(6, entries[0].version)
+                try session.run()
+                if session.changes == 0 {
+                    if try sessionExists(id) { stale.insert(id) }
+                    continue
+                }
+                exists[id] = true
+                let row = journal.withLock { $0.append(id: id) }
+                let append = try connection.statement("""
+                    INSERT INTO journal(row, id, first_version, last_version, versions) VALUES (?, ?, ?, ?, ?)
+                    """)
+                append.bind(1, row)
+                append.bind(2, id)
+                append.bind(3, entries[0].version)
+                append.bind(4, version)
+                append.bind(5, blob: HistoryChunk(entries: entries).encoded())
+                try append.run()
+            case .touch(let id, let lastActivity):
+                let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
+                statement.bind(1, lastActivity)
+                statement.bind(2, id)
+                try statement.run()
+            case .delete(let id):
+                try delete(id: id, on: connection)
+                settled.append(id)
+                exists[id] = false
+            case .release(let id):
+                // One process owns the file: nothing to hand over; what it showed is committed.
+                let statement = try connection.statement("UPDATE sessions SET published_ahead = 0 WHERE id = ? AND published_ahead <> 0")
+                statement.bind(1, id)
+                try statement.run()
+            case .publishingAhead(let id):
+                let statement = try connection.statement("UPDATE sessions SET published_ahead = 1 WHERE id = ?")
+                statement.bind(1, id)
+                try statement.run()
+            }
+        }
+        return stale
+    }
+
+    private func insertChunk(id: String, _ chunk: HistoryChunk, on connection: SQLiteConnection) throws(SessionStoreError) {
+        try insertChunk(id: id, firstVersion: chunk.entries[0].version, lastVersion: chunk.entries[chunk.entries.count - 1].version,
+                        versions: chunk.encoded(), on: connection)
+    }
+
+    private func insertChunk(id: String, firstVersion: UInt64, lastVersion: UInt64, versions: [UInt8],
+                             on connection: SQLiteConnection) throws(SessionStoreError) {
+        let statement = try connection.statement("""
+            INSERT OR REPLACE INTO history(id, first_version, last_version, versions) VALUES (?, ?, ?, ?)
+            """)
+        statement.bind(1, id)
+        statement.bind(2, firstVersion)
+        statement.bind(3, lastVersion)
+        statement.bind(4, blob: versions)
+        try statement.run()
+    }
+
+    /// Folds the sessions whose oldest journal row fell out of the window into their history,
+    /// oldest first, until it has folded twice the rows the commit appended (at least one
+    /// session): the journal keeps near its window, and sessions whose rows fall out together do
+    /// not make one commit long. Then deletes the journal's rows before the oldest still unfolded,
+    /// as one range.
+    /// - Returns: the last row deleted, if any were.
+    private func foldOldestJournalRows(appended: Int, on connection: SQLiteConnection,
+                                       settling settled: inout [String]) throws(SessionStoreError) -> Int64? {
+        let (cutoff, due) = journal.withLock { journal -> (Int64, [(id: String, rows: Int)]) in
+            let cutoff = journal.lastRow - Int64(journalWindow)
+            guard cutoff > journal.deletedThrough else { return (0, []) }
+            return (cutoff, journal.sessions(withRowsThrough: cutoff).map { ($0, journal.rows[$0]?.count ?? 0) })
+        }
+        guard !due.isEmpty else { return nil }
+        var folded = 0
+        var through = cutoff
+        for (index, session) in due.enumerated() {
+            if index > 0 && folded >= 2 * appended {
+                // Rows from the oldest session left unfolded on stay.
+                through = min(cutoff, (journal.withLock { $0.rows[session.id]?.first } ?? cutoff + 1) - 1)
+                break
+            }
+            try fold(session.id, on: connection)
+            settled.append(session.id)
+            folded += session.rows
+        }
+        guard through > journal.withLock({ $0.deletedThrough }) else { return nil }
+        let delete = try connection.statement("DELETE FROM journal WHERE row <= ?")
+        delete.bind(1, through)
+        try delete.run()
+        return through
+    }
+
+    /// Copies the session's unfolded journal rows into its history, each as the chunk it is, and
+    /// drops the history's chunks older than it keeps. A deleted session's rows are left to the
+    /// range deletion.
+    private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
+        guard try contains(id: id, on: connection) else { return }
+        let rows = journal.withLock { $0.rows[id] ?? [] }
+        let read = try connection.statement("SELECT first_version, last_version, versions FROM journal WHERE row = ?")
+        var latest: UInt64 = 0
+        for row in rows {
+            read.reset()
+            read.bind(1, row)
+            guard try read.next() else { continue }
+            let lastVersion = read.uint64(1)
+            try insertChunk(id: id, firstVersion: read.uint64(0), lastVersion: lastVersion, versions: read.blob(2), on: connection)
+            latest = max(latest, lastVersion)
+        }
+        read.reset()
+        guard latest >= UInt64(historyCapacity) else { return }
+        let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
+        trim.bind(1, id)
+        trim.bind(2, latest - UInt64(historyCapacity))
+        try trim.run()
+    }
+
+    /// Keeps an action's idempotency key, and now and then forgets the session's keys of
+    /// actions that left the window (``RememberedKey/window``).
+    private func remember(_ key: RememberedKey, of id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
+        let insert = try connection.statement("INSERT OR REPLACE INTO action_keys(id, key, seq, digest) VALUES (?, ?, ?, ?)")
+        insert.bind(1, id)
+        insert.bind(2, key.key)
+        insert.bind(3, key.seq)
+        insert.bind(4, key.digest)
+        try insert.run()
+        guard let through = RememberedKey.forgottenThrough(accepting: key.seq) else { return }
+        let forget = try connection.statement("DELETE FROM action_keys WHERE id = ? AND seq <= ?")
+        forget.bind(1, id)
+        forget.bind(2, through)
+        try forget.run()
+    }
+
+    private func delete(id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
+        for table in ["sessions", "history", "actions", "action_keys"] {
+            let statement = try connection.statement("DELETE FROM \(table) WHERE id = ?")
+            statement.bind(1, id)
+            try statement.run()
+        }
+        let rows = try connection.statement("DELETE FROM journal WHERE row = ?")
+        for row in journal.withLock({ $0.rows[id] ?? [] }) {
+            rows.reset()
+            rows.bind(1, row)
+            try rows.run()
+        }
+    }
+
+    public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
+        // Found by a scan on the reading connection, which never holds up a commit: no index on
+        // last activity, which every version would otherwise rewrite.
+        let ids = try reading { connection throws(SessionStoreError) -> [String] in
+            let idle = try connection.statement("SELECT id FROM sessions WHERE last_activity < ?")
+            idle.bind(1, cutoff)
+            var ids: [String] = []
+            while try idle.next() {
+                let id = idle.text(0)
+                if !excluding.contains(id) { ids.append(id) }
+            }
+            return ids
+        }
+        if ids.isEmpty { return [] }
+        return try writer.withLock { connection throws(SessionStoreError) -> [String] in
+            var deleted: [String] = []
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SessionStoreError) {
+                // Still idle: a session touched since the scan keeps its newer activity.
+                let stillIdle = try connection.statement("SELECT 1 FROM sessions WHERE id = ? AND last_activity < ?")
+                for id in ids {
+                    stillIdle.reset()
+                    stillIdle.bind(1, id)
+                    stillIdle.bind(2, cutoff)
+                    let idle = try stillIdle.next()
+                    stillIdle.reset()
+                    if idle {
+                        try delete(id: id, on: connection)
+                        deleted.append(id)
+                    }
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+            journal.withLock { journal in for id in deleted { journal.forget(id) } }
+            return deleted
+        }
+    }
+}
