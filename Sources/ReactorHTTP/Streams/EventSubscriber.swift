@@ -2,12 +2,6 @@ import Locking
 import MicroHTTP
 import ReactorHosting
 
-/// One client's event stream on one instance. It pulls from the instance's timeline whenever the
-/// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
-/// write opportunity) is sent every version; one further behind is sent the latest state only
-/// (conflated). Either way it never holds the instance or other subscribers back. A state that
-/// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
-/// A client resuming after a version the instance does not have is sent `event: rewound` first.
 /// How a stream sends each version.
 enum EventFormat: Sendable, Equatable {
     /// `event: state` with the whole state.
@@ -17,6 +11,12 @@ enum EventFormat: Sendable, Equatable {
     case patches
 }
 
+/// One client's event stream on one instance. It pulls from the instance's timeline whenever the
+/// connection can take bytes: a client that keeps up (at most `catchUpLimit` versions behind at a
+/// write opportunity) is sent every version; one further behind is sent the latest state only
+/// (conflated). Either way it never holds the instance or other subscribers back. A state that
+/// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
+/// A client resuming after a version the instance does not have is sent `event: rewound` first.
 final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private struct Progress {
         /// The newest version already sent, nil before the first state.
