@@ -38,7 +38,7 @@ let package = Package(
     // `swift build --traits OTLP` adds an OTLP/HTTP trace exporter to `reactor-server`
     // (`--traces otlp`). Off by default: swift-otel and what it needs take minutes to build.
     traits: [
-        .trait(name: "OTLP", description: "reactor-server can export traces over OTLP/HTTP (swift-otel)."),
+        .trait(name: "OTLP", description: "reactor-server can export traces over OTLP/HTTP (swift-otel).")
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -186,29 +186,37 @@ let package = Package(
         .testTarget(name: "SortedJSONTests", dependencies: ["SortedJSON", "ReactorCore", "ReactorExamples", "TestSupport"]),
         .testTarget(
             name: "ReactorHostingTests",
-            dependencies: ["ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport",
-                           .product(name: "Tracing", package: "swift-distributed-tracing")]
+            dependencies: [
+                "ReactorHosting", "ReactorCore", "ReactorTesting", "ReactorExamples", "SortedJSON", "Locking", "TestSupport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
         ),
         .testTarget(
             name: "ReactorStoreSQLiteTests",
-            dependencies: ["ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON",
-                           "StoreTestSupport"]
+            dependencies: [
+                "ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON",
+                "StoreTestSupport",
+            ]
         ),
         // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
         .testTarget(
             name: "ReactorStorePostgresTests",
-            dependencies: ["ReactorStorePostgres", "ReactorStoreSQLite", "ReactorHosting", "Locking", "StoreTestSupport",
-                           .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReactorStorePostgres", "ReactorStoreSQLite", "ReactorHosting", "Locking", "StoreTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
-            dependencies: ["ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "ReactorClient", "SortedJSON", "MicroHTTP",
-                           "Locking", "ProcessSpawning", "TestSupport",
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "Tracing", package: "swift-distributed-tracing"),
-                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]
+            dependencies: [
+                "ReactorHTTP", "ReactorHosting", "ReactorCore", "ReactorExamples", "ReactorClient", "SortedJSON", "MicroHTTP",
+                "Locking", "ProcessSpawning", "TestSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ]
         ),
         // A package written against an earlier release: its code and imports, which must still
         // compile (with deprecation warnings) and serve.

@@ -7,7 +7,7 @@ let package = Package(
     name: "ReactorServerFuzz",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "ReactorServer", path: ".."),
+        .package(name: "ReactorServer", path: "..")
     ],
     targets: [
         .executableTarget(
@@ -20,7 +20,7 @@ let package = Package(
             ],
             // libFuzzer supplies `main`.
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Starts a thread running `body` and returns it, joinable (detach it if nobody will join it);
@@ -13,17 +13,19 @@ import Darwin
 /// calls and so do not belong on Swift's cooperative pool.
 package func startThread(_ body: @escaping () -> Void, error: inout Int32) -> pthread_t? {
     #if canImport(Darwin)
-    var thread: pthread_t?
+        var thread: pthread_t?
     #else
-    var thread = pthread_t()
+        var thread = pthread_t()
     #endif
     let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    let result = pthread_create(&thread, nil, { raw in
-        // `raw` is the retained `ThreadBody` passed below; it is never nil.
-        let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
-        body.body()
-        return nil
-    }, context)
+    let result = pthread_create(
+        &thread, nil,
+        { raw in
+            // `raw` is the retained `ThreadBody` passed below; it is never nil.
+            let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
+            body.body()
+            return nil
+        }, context)
     guard result == 0 else {
         Unmanaged<ThreadBody>.fromOpaque(context).release()
         error = result

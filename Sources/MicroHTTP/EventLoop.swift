@@ -125,8 +125,9 @@ final class EventLoop: Sendable {
             let ready = withUnsafeMutableBytes(of: &events) { buffer in
                 epoll_wait(epollDescriptor, buffer.baseAddress!.assumingMemoryBound(to: epoll_event.self), 2, wait)
             }
-            waker.beginTurn(signalled: ready > 0
-                && (events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor)))
+            waker.beginTurn(
+                signalled: ready > 0
+                    && (events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor)))
             _ = MHD_run(daemon.raw)
             // At its connection limit (or out of descriptors) the daemon takes the listen socket
             // out of its epoll set, and puts it back only at the start of a run after a connection
@@ -152,7 +153,10 @@ final class EventLoop: Sendable {
     func stop() {
         requests.bitwiseOr(Request.stop, ordering: .releasing)
         context.waker.wake()
-        if let running = thread.withLock({ thread in defer { thread = nil }; return thread }) {
+        if let running = thread.withLock({ thread in
+            defer { thread = nil }
+            return thread
+        }) {
             pthread_join(running, nil)
         }
         quiesceDaemon()

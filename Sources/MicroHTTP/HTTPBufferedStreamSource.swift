@@ -36,8 +36,10 @@ public final class HTTPBufferedStreamSource: HTTPStreamSource {
     ///   - initial: messages sent first (e.g. a snapshot), counted against `capacity`.
     ///   - finalBytes: sent last when the stream ends by `finish()` or server shutdown.
     ///   - onClose: called once when the stream closes, with the reason (e.g. to unsubscribe).
-    public init(capacity: Int = 64, overflow: OverflowPolicy = .conflate, initial: [[UInt8]] = [],
-                finalBytes: [UInt8] = [], onClose: (@Sendable (HTTPStreamCloseReason) -> Void)? = nil) {
+    public init(
+        capacity: Int = 64, overflow: OverflowPolicy = .conflate, initial: [[UInt8]] = [],
+        finalBytes: [UInt8] = [], onClose: (@Sendable (HTTPStreamCloseReason) -> Void)? = nil
+    ) {
         self.capacity = max(1, capacity)
         self.policy = overflow
         self.finalBytes = finalBytes

@@ -56,7 +56,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// ASCII case-insensitive comparison without allocating.
     static func sameName(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
-        var a = a, b = b
+        var a = a
+        var b = b
         return a.withUTF8 { a in
             b.withUTF8 { b in
                 for index in 0..<a.count where a[index] != b[index] {

@@ -13,8 +13,10 @@ public struct HTTPRequest: Sendable {
         let body: [UInt8]
         let client: ClientAddress?
 
-        init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
-             client: ClientAddress?) {
+        init(
+            method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
+            client: ClientAddress?
+        ) {
             self.method = method
             self.path = path
             self.query = query
@@ -46,8 +48,9 @@ public struct HTTPRequest: Sendable {
     /// Builds a request; `target` is the request target (path, optionally `?query`).
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         if let mark = target.firstIndex(of: "?") {
-            self.init(method: method, path: String(target[..<mark]),
-                      query: PercentDecoding.query(target[target.index(after: mark)...]), headers: headers, body: body)
+            self.init(
+                method: method, path: String(target[..<mark]),
+                query: PercentDecoding.query(target[target.index(after: mark)...]), headers: headers, body: body)
         } else {
             self.init(method: method, path: target, query: [:], headers: headers, body: body)
         }
@@ -59,8 +62,10 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Builds a request that came from `client`.
-    init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
-         client: ClientAddress?) {
+    init(
+        method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
+        client: ClientAddress?
+    ) {
         parts = Parts(method: method, path: path, query: query, headers: headers, body: body, client: client)
     }
 }

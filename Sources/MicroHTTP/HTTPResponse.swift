@@ -56,7 +56,9 @@ public struct HTTPResponse: Sendable {
     }
 
     /// Chunked streaming body pulled from `source`; heartbeat bytes written when idle for the interval.
-    public static func stream(status: Int = 200, headers: HTTPHeaders, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat? = nil) -> HTTPResponse {
+    public static func stream(status: Int = 200, headers: HTTPHeaders, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat? = nil)
+        -> HTTPResponse
+    {
         HTTPResponse(status: status, headers: headers, kind: .stream(source, heartbeat))
     }
 

@@ -1,6 +1,6 @@
-import Locking
 import CMicroHTTPD
 import Glibc
+import Locking
 
 /// Handles one request; runs synchronously on a server thread (return `.deferred`/`.async` to wait).
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
@@ -112,10 +112,11 @@ private struct Daemons: @unchecked Sendable {
         // did: the shares add up to the limit, and no daemon has less than one connection.
         let limit = max(1, configuration.connectionLimit)
         let count = min(max(1, configuration.threads), limit)
-        let timeout = configuration.connectionTimeout.map { duration -> UInt32 in
-            let (seconds, attoseconds) = duration.components
-            return UInt32(clamping: max(0, seconds) + (attoseconds > 0 ? 1 : 0))
-        } ?? 0
+        let timeout =
+            configuration.connectionTimeout.map { duration -> UInt32 in
+                let (seconds, attoseconds) = duration.components
+                return UInt32(clamping: max(0, seconds) + (attoseconds > 0 ? 1 : 0))
+            } ?? 0
         var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
 

@@ -1,5 +1,5 @@
-import Locking
 import CMicroHTTPD
+import Locking
 
 /// Produces the body of a streamed response (see ``HTTPResponse/stream(status:headers:source:heartbeat:)``).
 public protocol HTTPStreamSource: AnyObject, Sendable {

@@ -78,7 +78,9 @@ enum MHDCallbacks {
         return nil
     }
 
-    private static func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8]) -> HTTPRequest {
+    private static func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8])
+        -> HTTPRequest
+    {
         var headers = HTTPHeaders(capacity: Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil)))
         _ = withUnsafeMutablePointer(to: &headers) { pointer in
             MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
@@ -118,7 +120,8 @@ enum MHDCallbacks {
     // MARK: Queueing responses
 
     /// Queues `response` (or suspends for a deferred one). `context` is nil only for refusals on the first call.
-    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext?, daemon: DaemonContext) -> MHD_Result {
+    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext?, daemon: DaemonContext) -> MHD_Result
+    {
         let core = daemon.core
         let status = (100...999).contains(response.status) ? UInt32(response.status) : 500
         let mhdResponse: OpaquePointer?
@@ -133,7 +136,8 @@ enum MHDCallbacks {
             mhdResponse = makeResponse(body: prepared.body)
         case .stream(let source, let heartbeat):
             guard let context else { return no }
-            let stream = core.makeStream(source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection, waker: daemon.waker))
+            let stream = core.makeStream(
+                source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection, waker: daemon.waker))
             context.stream = stream
             mhdResponse = MHD_create_response_from_callback(
                 cmhd_size_unknown(), Self.streamBlockSize, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
@@ -211,7 +215,8 @@ enum MHDCallbacks {
         case .REQUEST_TERMINATED_COMPLETED_OK: shuttingDown ? .serverShutdown : .finished
         case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: .serverShutdown
         case .REQUEST_TERMINATED_WITH_ERROR, .REQUEST_TERMINATED_READ_ERROR,
-             .REQUEST_TERMINATED_CLIENT_ABORT, .REQUEST_TERMINATED_TIMEOUT_REACHED: .clientDisconnected
+            .REQUEST_TERMINATED_CLIENT_ABORT, .REQUEST_TERMINATED_TIMEOUT_REACHED:
+            .clientDisconnected
         default: .error
         }
     }

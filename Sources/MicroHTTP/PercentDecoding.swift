@@ -18,7 +18,8 @@ enum PercentDecoding {
                 guard first != utf8.endIndex else { return nil }
                 let second = utf8.index(after: first)
                 guard second != utf8.endIndex,
-                      let high = hexValue(utf8[first]), let low = hexValue(utf8[second]) else { return nil }
+                    let high = hexValue(utf8[first]), let low = hexValue(utf8[second])
+                else { return nil }
                 bytes.append(high << 4 | low)
                 index = utf8.index(after: second)
                 continue

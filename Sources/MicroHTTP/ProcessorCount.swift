@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// How many processors this process may keep busy: the processors online, less those its CPU
@@ -25,7 +25,8 @@ enum ProcessorCount {
     /// - Parameter root: where the file system is (a test's directory in tests).
     static func cgroupQuota(root: String = "") -> Int? {
         let memberships = readFile(root + "/proc/self/cgroup") ?? ""
-        var v2Path = "/", v1Path = "/"
+        var v2Path = "/"
+        var v1Path = "/"
         for line in memberships.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3 else { continue }
@@ -42,7 +43,8 @@ enum ProcessorCount {
         }
         for directory in ancestors(of: v1Path, under: root + "/sys/fs/cgroup/cpu") {
             guard let quota = readFile(directory + "/cpu.cfs_quota_us"),
-                  let period = readFile(directory + "/cpu.cfs_period_us") else { continue }
+                let period = readFile(directory + "/cpu.cfs_period_us")
+            else { continue }
             consider(v1CPUs(quota: quota, period: period))
         }
         return smallest.map { max(1, Int(($0 - 1e-9).rounded(.up))) }
@@ -59,7 +61,8 @@ enum ProcessorCount {
     /// CPUs in cgroup v1's `cpu.cfs_quota_us` and `cpu.cfs_period_us` (a quota of -1 is none).
     static func v1CPUs(quota: String, period: String) -> Double? {
         guard let quota = Double(quota.trimmingNewlines), quota > 0,
-              let period = Double(period.trimmingNewlines), period > 0 else { return nil }
+            let period = Double(period.trimmingNewlines), period > 0
+        else { return nil }
         return quota / period
     }
 
@@ -78,7 +81,8 @@ enum ProcessorCount {
     /// `/proc/self/status` (`0-3,8`); Glibc's module leaves `sched_getaffinity` out.
     static func affinityCount(root: String = "") -> Int? {
         guard let status = readFile(root + "/proc/self/status"),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) else {
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+        else {
             return nil
         }
         var count = 0
@@ -96,8 +100,8 @@ enum ProcessorCount {
     private static func readFile(_ path: String) -> String? { readSystemFile(path) }
 }
 
-private extension Substring {
-    func trimmingCharacters(in characters: String) -> Substring {
+extension Substring {
+    fileprivate func trimmingCharacters(in characters: String) -> Substring {
         var text = self
         while let first = text.first, characters.contains(first) { text.removeFirst() }
         while let last = text.last, characters.contains(last) { text.removeLast() }
@@ -105,8 +109,8 @@ private extension Substring {
     }
 }
 
-private extension String {
-    var trimmingNewlines: Substring {
+extension String {
+    fileprivate var trimmingNewlines: Substring {
         var text = self[...]
         while let last = text.last, last == "\n" || last == " " { text.removeLast() }
         return text

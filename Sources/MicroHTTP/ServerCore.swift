@@ -117,7 +117,10 @@ final class ServerCore: Sendable {
 
     func stopHeartbeatTimer() {
         let timers = registry.withLock { registry -> [Task<Void, Never>] in
-            defer { registry.heartbeatTimer = nil; registry.memoryTrimmer = nil }
+            defer {
+                registry.heartbeatTimer = nil
+                registry.memoryTrimmer = nil
+            }
             return [registry.heartbeatTimer, registry.memoryTrimmer].compactMap { $0 }
         }
         timers.forEach { $0.cancel() }

@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The actions of one instance on their way to the server: a bounded queue sent one at a time,
 /// in order. While the server cannot be reached the queue waits (backing off) and then goes on
@@ -43,8 +44,10 @@ final class ActionOutbox: Sendable {
     ///   - retryHint: the server's latest `retry:` hint, in milliseconds.
     ///   - reachabilityChanged: called with false when an action could not reach the server
     ///     (it waits and tries again), with true when one did.
-    init(transport: HTTPTransport, path: String, capacity: Int, policy: ReconnectPolicy,
-         retryHint: @escaping @Sendable () -> Int?, reachabilityChanged: @escaping @Sendable (Bool) -> Void) {
+    init(
+        transport: HTTPTransport, path: String, capacity: Int, policy: ReconnectPolicy,
+        retryHint: @escaping @Sendable () -> Int?, reachabilityChanged: @escaping @Sendable (Bool) -> Void
+    ) {
         self.transport = transport
         self.path = path
         self.capacity = max(1, capacity)
@@ -109,8 +112,9 @@ final class ActionOutbox: Sendable {
         while true {
             do {
                 let query = entry.wait ? [URLQueryItem(name: "wait", value: "true")] : []
-                let reply = try await transport.send("POST", path, query: query, json: entry.body,
-                                                     headers: ["Idempotency-Key": entry.idempotencyKey])
+                let reply = try await transport.send(
+                    "POST", path, query: query, json: entry.body,
+                    headers: ["Idempotency-Key": entry.idempotencyKey])
                 if failures > 0 { reachabilityChanged(true) }
                 return .success(reply)
             } catch let error as URLError where error.isTransient && !Task.isCancelled {
@@ -135,8 +139,8 @@ extension URLError {
     var isTransient: Bool {
         switch code {
         case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
-             .networkConnectionLost, .timedOut, .badServerResponse, .cannotParseResponse,
-             .zeroByteResource, .dataNotAllowed, .internationalRoamingOff, .callIsActive:
+            .networkConnectionLost, .timedOut, .badServerResponse, .cannotParseResponse,
+            .zeroByteResource, .dataNotAllowed, .internationalRoamingOff, .callIsActive:
             true
         default:
             false

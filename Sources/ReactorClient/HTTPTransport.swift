@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An HTTP answer: status, headers (names in lower case) and body.
@@ -61,9 +62,9 @@ final class HTTPTransport: Sendable {
     /// its idempotency key. Apple's URLSession reuses connections safely.
     static func forActions(server: URL, policy: ReconnectPolicy) -> HTTPTransport {
         #if canImport(FoundationNetworking)
-        HTTPTransport(server: server, policy: policy, closesConnections: true)
+            HTTPTransport(server: server, policy: policy, closesConnections: true)
         #else
-        HTTPTransport(server: server, policy: policy)
+            HTTPTransport(server: server, policy: policy)
         #endif
     }
 
@@ -80,8 +81,10 @@ final class HTTPTransport: Sendable {
     /// Sends one request and returns the server's answer when its status is below 400.
     /// - Throws: ``ReactorProblem`` for an answer of 400 or more (after the retries a `429` or
     ///   `503` with `Retry-After` earns); a `URLError` when no answer came.
-    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil,
-              headers: [String: String] = [:]) async throws -> HTTPReply {
+    func send(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPReply {
         var request = URLRequest(url: url(path, query: query))
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
@@ -100,8 +103,11 @@ final class HTTPTransport: Sendable {
             let reply = HTTPReply(http, body: data)
             guard reply.status >= 400 else { return reply }
             let problem = reply.problem
-            guard let delay = policy.delay(afterRefusal: problem, refusals: refusals,
-                                           wasWaiting: query.contains { $0.name == "wait" }) else {
+            guard
+                let delay = policy.delay(
+                    afterRefusal: problem, refusals: refusals,
+                    wasWaiting: query.contains { $0.name == "wait" })
+            else {
                 throw problem
             }
             refusals += 1
@@ -123,8 +129,8 @@ final class HTTPTransport: Sendable {
     }
 }
 
-private extension String {
-    func trimmingSuffix(_ suffix: String) -> String {
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
         hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
     }
 }

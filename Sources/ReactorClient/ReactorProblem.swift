@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A request the server refused: its `application/problem+json` answer (RFC 9457).
@@ -55,10 +56,11 @@ public struct ReactorProblem: Error, Sendable, Equatable, CustomStringConvertibl
         }
         let fields = try? JSONDecoder().decode(Fields.self, from: body)
         let text = String(decoding: body.prefix(512), as: UTF8.self)
-        self.init(type: fields?.type ?? "about:blank",
-                  title: fields?.title ?? HTTPURLResponse.localizedString(forStatusCode: status),
-                  detail: fields?.detail ?? text,
-                  status: status,
-                  retryAfter: retryAfter)
+        self.init(
+            type: fields?.type ?? "about:blank",
+            title: fields?.title ?? HTTPURLResponse.localizedString(forStatusCode: status),
+            detail: fields?.detail ?? text,
+            status: status,
+            retryAfter: retryAfter)
     }
 }

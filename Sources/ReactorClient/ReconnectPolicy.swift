@@ -22,8 +22,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public var streamIdleTimeout: Duration
 
     /// A policy; the defaults suit an app on a phone.
-    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), multiplier: Double = 2,
-                jitter: Double = 0.2, maximumRefusals: Int = 5, streamIdleTimeout: Duration = .seconds(45)) {
+    public init(
+        initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(30), multiplier: Double = 2,
+        jitter: Double = 0.2, maximumRefusals: Int = 5, streamIdleTimeout: Duration = .seconds(45)
+    ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier
@@ -34,8 +36,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     /// The wait before attempt number `failures + 1`, given the server's `retry:` hint in
     /// milliseconds; `random` picks the jitter (between 0 and 1).
-    public func delay(afterFailures failures: Int, retryHint: Int? = nil,
-                      random: Double = Double.random(in: 0...1)) -> Duration {
+    public func delay(
+        afterFailures failures: Int, retryHint: Int? = nil,
+        random: Double = Double.random(in: 0...1)
+    ) -> Duration {
         let base = retryHint.map { Duration.milliseconds(max(0, $0)) } ?? initialDelay
         var delay = base
         for _ in 0..<max(0, failures) where delay < maximumDelay {
@@ -51,7 +55,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// the server began to stop, and sending it again would apply it twice.
     func delay(afterRefusal problem: ReactorProblem, refusals: Int, wasWaiting: Bool) -> Duration? {
         guard problem.status == 429 || problem.status == 503, let seconds = problem.retryAfter,
-              refusals < maximumRefusals, !(wasWaiting && problem.kind == "unavailable") else { return nil }
+            refusals < maximumRefusals, !(wasWaiting && problem.kind == "unavailable")
+        else { return nil }
         return min(.seconds(seconds), maximumDelay)
     }
 }

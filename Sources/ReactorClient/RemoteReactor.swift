@@ -60,8 +60,10 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     private let outbox: ActionOutbox
     private let configuration: RemoteReactorConfiguration
 
-    private init(snapshot: InstanceSnapshot<R.State>, server: URL, transport: HTTPTransport,
-                 configuration: RemoteReactorConfiguration) {
+    private init(
+        snapshot: InstanceSnapshot<R.State>, server: URL, transport: HTTPTransport,
+        configuration: RemoteReactorConfiguration
+    ) {
         self.id = snapshot.id
         self.type = snapshot.type
         self.server = server
@@ -72,10 +74,11 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         let connection = EventStreamConnection(transport: transport, path: path + "/events", policy: configuration.reconnect)
         self.connection = connection
         let waiting = WeakReference<RemoteReactor>()
-        self.outbox = ActionOutbox(transport: HTTPTransport.forActions(server: server, policy: configuration.reconnect),
-                                   path: path + "/actions", capacity: configuration.queueCapacity,
-                                   policy: configuration.reconnect, retryHint: { connection.retryHint },
-                                   reachabilityChanged: { waiting.object?.setWaitingForServer(!$0) })
+        self.outbox = ActionOutbox(
+            transport: HTTPTransport.forActions(server: server, policy: configuration.reconnect),
+            path: path + "/actions", capacity: configuration.queueCapacity,
+            policy: configuration.reconnect, retryHint: { connection.retryHint },
+            reachabilityChanged: { waiting.object?.setWaitingForServer(!$0) })
         waiting.object = self
     }
 
@@ -89,8 +92,10 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     /// Creates an instance of the reactor type registered as `type` on the server at `server`.
     /// - Throws: ``ReactorProblem`` when the server refuses (an unknown type, too many
     ///   instances after the retries `Retry-After` earns); a `URLError` when it cannot be reached.
-    public static func create(type: String, at server: URL,
-                              configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()) async throws -> RemoteReactor {
+    public static func create(
+        type: String, at server: URL,
+        configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
+    ) async throws -> RemoteReactor {
         let transport = HTTPTransport(server: server, policy: configuration.reconnect)
         let body = try JSONEncoder().encode(["type": type])
         let reply = try await transport.send("POST", "/reactors", json: body)
@@ -118,8 +123,10 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     /// with it), starting from its current state.
     /// - Throws: ``ReactorProblem`` of kind `unknown-instance` when the server does not know the
     ///   id (deleted, expired); a `URLError` when it cannot be reached.
-    public static func attach(id: String, at server: URL,
-                              configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()) async throws -> RemoteReactor {
+    public static func attach(
+        id: String, at server: URL,
+        configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
+    ) async throws -> RemoteReactor {
         let transport = HTTPTransport(server: server, policy: configuration.reconnect)
         let reply = try await transport.send("GET", "/reactors/\(pathSegment(id))")
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
@@ -131,8 +138,10 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         let parameters: Parameters
     }
 
-    private convenience init(reply: HTTPReply, server: URL, transport: HTTPTransport,
-                             configuration: RemoteReactorConfiguration) throws {
+    private convenience init(
+        reply: HTTPReply, server: URL, transport: HTTPTransport,
+        configuration: RemoteReactorConfiguration
+    ) throws {
         self.init(snapshot: try Self.snapshot(reply), server: server, transport: transport, configuration: configuration)
     }
 
@@ -315,7 +324,8 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         switch event.name {
         case "state":
             guard let version = event.id.flatMap(UInt64.init),
-                  let state = try? JSONDecoder().decode(R.State.self, from: Data(event.data.utf8)) else { return }
+                let state = try? JSONDecoder().decode(R.State.self, from: Data(event.data.utf8))
+            else { return }
             publish(VersionedState(version: version, state: state))
         case "rewound":
             storage.withLock { $0.isRewound = true }

@@ -19,8 +19,9 @@ public struct SentAction: Sendable {
             struct Receipt: Decodable { var seq: UInt64 }
             let reply = try await answer.value
             guard let receipt = try? JSONDecoder().decode(Receipt.self, from: reply.body) else {
-                throw RemoteReactorError.unexpectedResponse(status: reply.status,
-                                                            detail: String(decoding: reply.body.prefix(256), as: UTF8.self))
+                throw RemoteReactorError.unexpectedResponse(
+                    status: reply.status,
+                    detail: String(decoding: reply.body.prefix(256), as: UTF8.self))
             }
             return receipt.seq
         }

@@ -38,7 +38,7 @@ package struct ServerSentEventParser: Sendable {
         for byte in bytes {
             switch byte {
             case 0x0A where sawCarriageReturn:
-                sawCarriageReturn = false       // the LF of a CRLF: the line already ended
+                sawCarriageReturn = false  // the LF of a CRLF: the line already ended
             case 0x0A, 0x0D:
                 sawCarriageReturn = byte == 0x0D
                 if let event = endLine() { events.append(event) }
@@ -54,7 +54,7 @@ package struct ServerSentEventParser: Sendable {
         defer { line.removeAll(keepingCapacity: true) }
         if atStart {
             atStart = false
-            if line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }   // a byte order mark
+            if line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }  // a byte order mark
         }
         guard let first = line.first else { return dispatch() }
         let text = String(decoding: line, as: UTF8.self)
@@ -99,6 +99,6 @@ package struct ServerSentEventParser: Sendable {
     }
 }
 
-private extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

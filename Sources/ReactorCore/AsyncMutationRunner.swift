@@ -52,7 +52,7 @@ struct AsyncMutationRunner<Mutation: Sendable>: Sendable {
                     group.addTask {
                         do {
                             try await run(part, since: epoch)
-                        } catch where !(error is CancellationError) && !Task.isCancelled {
+                        } catch  where !(error is CancellationError) && !Task.isCancelled {
                             report(error)
                         } catch {}
                     }
@@ -179,7 +179,10 @@ private final class CancellablePart: Sendable {
 
     /// Waits with `waiter` for the part running in `task` to be over.
     func wait(on task: Task<Void, Never>, with waiter: CheckedContinuation<Void, any Error>) {
-        enum Now { case wait, cancel, resume(Result<Void, any Error>) }
+        enum Now {
+            case wait, cancel
+            case resume(Result<Void, any Error>)
+        }
         let now = state.withLock { state -> Now in
             state.task = task
             if state.isCutOff { return .cancel }

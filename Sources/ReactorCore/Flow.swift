@@ -54,7 +54,11 @@ public struct Flow<Element: Sendable>: Sendable {
 
     /// Calls `receive` with each element (for logging, metrics…) and passes it on unchanged.
     public func handleEvents(_ receive: @escaping @Sendable (Element) -> Void) -> Flow {
-        appending(.step { receive($0); return $0 })
+        appending(
+            .step {
+                receive($0)
+                return $0
+            })
     }
 
     /// Adds the elements of `other` to the stream. See "Global state" above.
@@ -62,11 +66,13 @@ public struct Flow<Element: Sendable>: Sendable {
     /// An error thrown by `other` ends that source and is reported as a ``MutationFailure``
     /// without an action sequence.
     public func merge<Other: AsyncSequence & Sendable>(with other: Other) -> Flow where Other.Element == Element {
-        appending(.source(FlowSource { deliver in
-            for try await element in other {
-                if !deliver(element) { return }
-            }
-        }))
+        appending(
+            .source(
+                FlowSource { deliver in
+                    for try await element in other {
+                        if !deliver(element) { return }
+                    }
+                }))
     }
 
     /// The form the runtime executes: steps in order, and the sources with where they enter.

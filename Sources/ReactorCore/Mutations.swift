@@ -81,9 +81,10 @@ public struct Mutations<Mutation: Sendable>: Sendable {
     /// Every element of `sequence`, as it arrives; an error thrown by the sequence ends it and
     /// is reported.
     public init<Sequence: AsyncSequence & Sendable>(_ sequence: Sequence) where Sequence.Element == Mutation {
-        self.init(.run { send in
-            for try await mutation in sequence { send(mutation) }
-        })
+        self.init(
+            .run { send in
+                for try await mutation in sequence { send(mutation) }
+            })
     }
 
     /// These mutations after `duration` on `clock`. A zero duration is immediate (no task).

@@ -1,4 +1,5 @@
 import Locking
+
 extension ReactorRuntime {
     /// Drainer-only state, created when the runtime starts.
     @usableFromInline final class Engine {

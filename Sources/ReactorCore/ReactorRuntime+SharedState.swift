@@ -67,8 +67,14 @@ extension ReactorRuntime {
         @usableFromInline var lastID: UInt64 = 0
         @usableFromInline var onStall: (@Sendable (Bool) -> Void)?
 
-        @usableFromInline mutating func nextObserverID() -> UInt64 { lastID += 1; return lastID }
-        @usableFromInline mutating func nextTaskID() -> UInt64 { lastID += 1; return lastID }
+        @usableFromInline mutating func nextObserverID() -> UInt64 {
+            lastID += 1
+            return lastID
+        }
+        @usableFromInline mutating func nextTaskID() -> UInt64 {
+            lastID += 1
+            return lastID
+        }
 
         @inlinable func isSettled(_ sequence: UInt64) -> Bool {
             sequence <= processedThrough && unsettled[sequence] == nil

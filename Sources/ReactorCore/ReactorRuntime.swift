@@ -39,16 +39,22 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// type. The rest of the runtime reaches the reactor through generic code, which would look up
     /// type metadata for every mutation it handles. Built in generic code instead, they still
     /// work, only unspecialised.
-    @usableFromInline let drainSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ first: FirstAction?,
-                                                        _ batchLimit: Int) -> Bool
+    @usableFromInline let drainSpecialized:
+        @Sendable (
+            _ runtime: ReactorRuntime, _ reactor: R, _ first: FirstAction?,
+            _ batchLimit: Int
+        ) -> Bool
 
     /// An action the sending thread applies before the queue (see `send`).
     @usableFromInline typealias FirstAction = (action: R.Action, sequence: UInt64)
 
     /// `enqueue` compiled for the reactor's type, for the same reason as `drainSpecialized`.
-    @usableFromInline let enqueueSpecialized: @Sendable (_ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
-                                                          _ refuseWhenStalled: Bool,
-                                                          _ whenAccepted: (UInt64) -> Void) -> ActionReceipt?
+    @usableFromInline let enqueueSpecialized:
+        @Sendable (
+            _ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
+            _ refuseWhenStalled: Bool,
+            _ whenAccepted: (UInt64) -> Void
+        ) -> ActionReceipt?
 
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
     @usableFromInline let scheduleSpecialized: @Sendable (_ runtime: ReactorRuntime, _ reactor: R, _ pool: any ActionExecutor) -> Void
@@ -177,7 +183,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                             guard let reactor = weakReactor.value else { return false }
                             return reactor.runtime.submit(reactor: reactor) { work(&$0, element) }
                         }
-                    } catch where !(error is CancellationError) && !Task.isCancelled {
+                    } catch  where !(error is CancellationError) && !Task.isCancelled {
                         weakReactor.value?.runtime.report(MutationFailure(actionSequence: nil, error: error))
                     } catch {}
                 },
@@ -202,14 +208,18 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// Returns `nil`, queuing nothing, when `refuseWhenStalled` and the reactor is stalled.
     /// `whenAccepted` hears the action's sequence once it is taken, before anything can apply it
     /// (under the runtime's lock: it must be quick and must not call into the reactor).
-    @inlinable func send(_ action: R.Action, reactor: R, refuseWhenStalled: Bool = false,
-                         whenAccepted: (UInt64) -> Void = { _ in }) -> ActionReceipt? {
+    @inlinable func send(
+        _ action: R.Action, reactor: R, refuseWhenStalled: Bool = false,
+        whenAccepted: (UInt64) -> Void = { _ in }
+    ) -> ActionReceipt? {
         enqueueSpecialized(self, action, reactor, refuseWhenStalled, whenAccepted)
     }
 
     /// `send`'s work, reached through `enqueueSpecialized`.
-    @inlinable func enqueue(_ action: R.Action, reactor: R, refuseWhenStalled: Bool,
-                            whenAccepted: (UInt64) -> Void) -> ActionReceipt? {
+    @inlinable func enqueue(
+        _ action: R.Action, reactor: R, refuseWhenStalled: Bool,
+        whenAccepted: (UInt64) -> Void
+    ) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
         let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
@@ -441,7 +451,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
                 var failure: MutationFailure?
                 do {
                     try await runner.run(mutations, since: epoch)
-                } catch where !(error is CancellationError) && !Task.isCancelled {
+                } catch  where !(error is CancellationError) && !Task.isCancelled {
                     failure = MutationFailure(actionSequence: sequence, error: error)
                 } catch {}
                 guard let reactor = weakReactor.value else { return }

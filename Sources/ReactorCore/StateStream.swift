@@ -11,10 +11,11 @@ public struct StateStream<State: Sendable>: AsyncSequence, Sendable {
     public typealias Failure = Never
 
     /// Registers a subscriber: `receive` gets updates, `finish` ends the stream.
-    let subscribe: @Sendable (
-        _ receive: @escaping @Sendable (StateUpdate<State>) -> Void,
-        _ finish: @escaping @Sendable () -> Void
-    ) -> ObservationToken?
+    let subscribe:
+        @Sendable (
+            _ receive: @escaping @Sendable (StateUpdate<State>) -> Void,
+            _ finish: @escaping @Sendable () -> Void
+        ) -> ObservationToken?
 
     /// The stream with each state's version.
     public var updates: AsyncStream<StateUpdate<State>> {

@@ -27,8 +27,9 @@ public final class PostgresChannel: ClusterChannel {
     /// Starts listening on `name` (lower-case letters, digits and underscores) and returns once
     /// it is, or once the first try failed (it is logged, and tried again every second).
     public init(location: PostgresLocation, name: String, logger: Logger = Logger(label: "reactor-server.postgres")) {
-        precondition(!name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) },
-                     "a channel name is lower-case letters, digits and underscores")
+        precondition(
+            !name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) },
+            "a channel name is lower-case letters, digits and underscores")
         self.name = name
         self.logger = logger
         self.configuration = location.connectionConfiguration
@@ -36,8 +37,9 @@ public final class PostgresChannel: ClusterChannel {
         do {
             try connectAndListen().wait()
         } catch {
-            logger.warning("cluster channel not listening yet; trying again every second",
-                           metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
+            logger.warning(
+                "cluster channel not listening yet; trying again every second",
+                metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
             connectAgainSoon()
         }
     }
@@ -50,8 +52,9 @@ public final class PostgresChannel: ClusterChannel {
         let (logger, name) = (self.logger, self.name)
         connection.query("SELECT pg_notify(\(name), \(String(decoding: message, as: UTF8.self)))", logger: logger)
             .whenFailure { error in
-                logger.error("cluster channel could not send a message; it was dropped",
-                             metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
+                logger.error(
+                    "cluster channel could not send a message; it was dropped",
+                    metadata: ["channel": "\(name)", "error": "\(PostgresLink.describe(error))"])
             }
     }
 
@@ -62,10 +65,11 @@ public final class PostgresChannel: ClusterChannel {
     /// Stops listening and closes the connection.
     public func close() {
         isClosed.store(true, ordering: .relaxed)
-        PostgresLink.close(connection.withLock { current in
-            defer { current = nil }
-            return current
-        })
+        PostgresLink.close(
+            connection.withLock { current in
+                defer { current = nil }
+                return current
+            })
     }
 
     /// Connects and listens; the future succeeds once `LISTEN` has been answered.

@@ -58,7 +58,8 @@ final class PostgresLink: Sendable {
                     if expired.withLock({ $0 }) {
                         // Closing, perhaps not closed yet: never lent again.
                         current = nil
-                        throw SessionStoreError(.unavailable, "PostgreSQL at \(location) did not answer within \(timeout); the connection was closed")
+                        throw SessionStoreError(
+                            .unavailable, "PostgreSQL at \(location) did not answer within \(timeout); the connection was closed")
                     }
                     if live.isClosed { current = nil }
                     throw error
@@ -73,10 +74,11 @@ final class PostgresLink: Sendable {
 
     /// Closes the connection, if one is open.
     func close() {
-        Self.close(connection.withLock { current in
-            defer { current = nil }
-            return current
-        })
+        Self.close(
+            connection.withLock { current in
+                defer { current = nil }
+                return current
+            })
     }
 
     deinit { close() }

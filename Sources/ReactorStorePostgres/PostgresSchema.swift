@@ -27,16 +27,19 @@ enum PostgresSchema {
                     values[key] = value
                 }
                 if values.isEmpty {
-                    try connection.run("""
+                    try connection.run(
+                        """
                         INSERT INTO reactor_meta(key, value) VALUES ('application', \(Self.application)), ('schema', \(String(Self.version)))
                         """, logger: logger)
                 } else {
                     guard values["application"] == Self.application else {
-                        throw SessionStoreError(.corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
+                        throw SessionStoreError(
+                            .corrupt, "\(location): its reactor_meta table belongs to another application; it was left untouched")
                     }
                     let schema = values["schema"].flatMap(Int.init) ?? 0
                     guard schema <= Self.version else {
-                        throw SessionStoreError(.corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
+                        throw SessionStoreError(
+                            .corrupt, "\(location) was written by a newer reactor-server (schema \(schema)); it was left untouched")
                     }
                 }
                 for statement in Self.schemaStatements {
@@ -46,15 +49,18 @@ enum PostgresSchema {
                 // columns never sets them, and reads and writes the table as before). Altered only
                 // when missing: an ALTER TABLE locks the table against every node's queries.
                 var present: Set<String> = []
-                for row in try connection.run("""
+                for row in try connection.run(
+                    """
                     SELECT column_name::text FROM information_schema.columns
                     WHERE table_schema = current_schema() AND table_name = 'reactor_sessions'
-                    """, logger: logger).rows {
+                    """, logger: logger
+                ).rows {
                     present.insert(try row.decode(String.self))
                 }
                 for (column, definition) in Self.columnsOfLaterBuilds where !present.contains(column) {
-                    try connection.run(PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
-                                       logger: logger)
+                    try connection.run(
+                        PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
+                        logger: logger)
                 }
                 try connection.run("COMMIT", logger: logger)
             } catch {

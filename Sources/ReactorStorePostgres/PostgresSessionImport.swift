@@ -40,10 +40,12 @@ public final class PostgresSessionImport: SessionImport {
     ///     any is replaced; not called when the database holds none.
     /// - Throws: ``SessionStoreError`` when the database cannot be reached, is not a session
     ///   store, holds sessions already (unless `replacing`), or nodes serve sessions.
-    public init(location: PostgresLocation, replacing: Bool = false,
-                keepingReplacedIn keptAside: (() throws(SessionStoreError) -> any SessionImport)? = nil,
-                timeout: Duration = PostgresSessionStore.defaultTimeout,
-                logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
+    public init(
+        location: PostgresLocation, replacing: Bool = false,
+        keepingReplacedIn keptAside: (() throws(SessionStoreError) -> any SessionImport)? = nil,
+        timeout: Duration = PostgresSessionStore.defaultTimeout,
+        logger: Logger = Logger(label: "reactor-server.postgres")
+    ) throws(SessionStoreError) {
         self.location = location
         self.replacing = replacing
         var quiet = logger
@@ -56,7 +58,8 @@ public final class PostgresSessionImport: SessionImport {
             if replacing {
                 try transaction.run { connection in
                     // A node starting meanwhile waits for the commit rather than serve what is replaced.
-                    try connection.run("""
+                    try connection.run(
+                        """
                         LOCK TABLE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys IN ACCESS EXCLUSIVE MODE
                         """, logger: quiet)
                     let served = try PostgresSessionStore.servedSessions(on: connection, logger: quiet)
@@ -70,22 +73,26 @@ public final class PostgresSessionImport: SessionImport {
                 }
                 try transaction.run { connection in
                     // The highest version the database may have shown of each session, kept for the commit.
-                    try connection.run("""
+                    try connection.run(
+                        """
                         CREATE TEMPORARY TABLE reactor_replaced_versions ON COMMIT DROP AS
                         SELECT id, greatest(version + CASE WHEN published_ahead THEN \(Int64(GroupCommitter.versionsShownAheadLimit)) ELSE 0 END,
                                             shown_through) AS shown
                         FROM reactor_sessions
                         """, logger: quiet)
-                    try connection.run("TRUNCATE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys",
-                                       logger: quiet)
+                    try connection.run(
+                        "TRUNCATE reactor_sessions, reactor_history, reactor_actions, reactor_action_keys",
+                        logger: quiet)
                 }
             } else {
                 try transaction.run { connection in
                     let rows = try connection.run("SELECT count(*) FROM reactor_sessions", logger: quiet).rows
                     let count = try rows.first?.decode(Int64.self) ?? 0
                     guard count == 0 else {
-                        throw SessionStoreError(.unavailable, "\(location) holds \(count) session\(count == 1 ? "" : "s") already; "
-                                                + "a copy never writes over a store, so copy into a database that holds none")
+                        throw SessionStoreError(
+                            .unavailable,
+                            "\(location) holds \(count) session\(count == 1 ? "" : "s") already; "
+                                + "a copy never writes over a store, so copy into a database that holds none")
                     }
                 }
             }
@@ -118,13 +125,15 @@ public final class PostgresSessionImport: SessionImport {
             """,
         ]
         if !rows.actionIDs.isEmpty {
-            queries.append("""
+            queries.append(
+                """
                 INSERT INTO reactor_actions(id, seq, action)
                 SELECT * FROM unnest(\(rows.actionIDs)::text[], \(rows.actionSeqs)::bigint[], \(rows.actions)::bytea[])
                 """)
         }
         if !rows.keyIDs.isEmpty {
-            queries.append("""
+            queries.append(
+                """
                 INSERT INTO reactor_action_keys(id, key, seq, digest)
                 SELECT * FROM unnest(\(rows.keyIDs)::text[], \(rows.keys)::text[], \(rows.keySeqs)::bigint[],
                     \(rows.keyDigests)::bigint[])
@@ -158,7 +167,8 @@ public final class PostgresSessionImport: SessionImport {
             shownThrough.append(Int64(bitPattern: session.shownThrough))
             creations.append(ByteBuffer(bytes: session.creation ?? []))
             // A session stored without a history keeps its state as its history.
-            let entries = session.history.isEmpty
+            let entries =
+                session.history.isEmpty
                 ? [SessionBatch.Version(version: session.version, producedBy: 0, state: session.state)] : session.history
             firstVersions.append(Int64(bitPattern: entries[0].version))
             lastVersions.append(Int64(bitPattern: entries[entries.count - 1].version))
@@ -184,7 +194,8 @@ public final class PostgresSessionImport: SessionImport {
             let wentBack = try transaction.run { connection -> Int? in
                 try awaitAnswers()
                 guard replacing else { return nil }
-                let marked = try connection.run("""
+                let marked = try connection.run(
+                    """
                     UPDATE reactor_sessions AS s SET shown_through = r.shown FROM reactor_replaced_versions AS r
                     WHERE s.id = r.id AND s.version < r.shown AND s.shown_through < r.shown
                     """, logger: logger)

@@ -41,40 +41,53 @@ extension PostgresSessionStore {
 
     /// Up to `limit` session ids in ascending order after `id`, read on `connection`.
     static func storedIDs(after id: String?, limit: Int, on connection: PostgresConnection, logger: Logger) throws -> [String] {
-        try connection.run("SELECT id FROM reactor_sessions WHERE id > \(id ?? "") ORDER BY id LIMIT \(max(0, limit))",
-                           logger: logger).rows.map { try $0.decode(String.self) }
+        try connection.run(
+            "SELECT id FROM reactor_sessions WHERE id > \(id ?? "") ORDER BY id LIMIT \(max(0, limit))",
+            logger: logger
+        ).rows.map { try $0.decode(String.self) }
     }
 
     /// How many sessions some node holds a live claim on, read on `connection`.
     static func servedSessions(on connection: PostgresConnection, logger: Logger) throws -> Int {
-        guard let row = try connection.run("SELECT count(*) FROM reactor_sessions WHERE owner IS NOT NULL AND lease_until > now()",
-                                           logger: logger).rows.first else { return 0 }
+        guard
+            let row = try connection.run(
+                "SELECT count(*) FROM reactor_sessions WHERE owner IS NOT NULL AND lease_until > now()",
+                logger: logger
+            ).rows.first
+        else { return 0 }
         return Int(try row.decode(Int64.self))
     }
 
     /// The sessions with these ids, read on `connection` (inside the caller's transaction, so
     /// that the four tables are read as of one moment), in the order of `ids`.
-    static func export(ids: [String], on connection: PostgresConnection, logger: Logger, historyCapacity: Int,
-                       location: PostgresLocation) throws -> [CopiedSession] {
+    static func export(
+        ids: [String], on connection: PostgresConnection, logger: Logger, historyCapacity: Int,
+        location: PostgresLocation
+    ) throws -> [CopiedSession] {
         guard !ids.isEmpty else { return [] }
-        let sessions = connection.query("""
+        let sessions = connection.query(
+            """
             SELECT id, \(unescaped: Self.sessionColumns) FROM reactor_sessions WHERE id = ANY(\(ids))
             """, logger: logger)
-        let history = connection.query("""
+        let history = connection.query(
+            """
             SELECT id, versions FROM reactor_history WHERE id = ANY(\(ids)) ORDER BY id, first_version
             """, logger: logger)
-        let actions = connection.query("""
+        let actions = connection.query(
+            """
             SELECT id, seq, action FROM reactor_actions WHERE id = ANY(\(ids)) ORDER BY id, seq
             """, logger: logger)
-        let keys = connection.query("SELECT id, key, seq, digest FROM reactor_action_keys WHERE id = ANY(\(ids))",
-                                    logger: logger)
+        let keys = connection.query(
+            "SELECT id, key, seq, digest FROM reactor_action_keys WHERE id = ANY(\(ids))",
+            logger: logger)
         var parts: [String: StoredSessionParts] = [:]
         for row in try sessions.wait().rows {
-            let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough, creation)
-                = try row.decode((String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
-            parts[id] = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
-                                           lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
-                                           creation: creation)
+            let (id, type, version, state, startedThrough, lastActivity, _, publishedAhead, shownThrough, creation) = try row.decode(
+                (String, String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
+            parts[id] = StoredSessionParts(
+                type: type, version: version, state: state, startedThrough: startedThrough,
+                lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
+                creation: creation)
         }
         for row in try history.wait().rows {
             let (id, versions) = try row.decode((String, ByteBuffer).self)
@@ -114,11 +127,12 @@ struct StoredSessionParts {
     /// The session, its history trimmed to `capacity` versions.
     /// - Throws: ``SessionStoreError/Kind/corrupt`` for a history chunk that does not decode.
     func stored(capacity: Int, location: PostgresLocation) throws(SessionStoreError) -> StoredSession {
-        var stored = StoredSession(type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
-                                   startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
-                                   history: [], pendingActions: [], publishedAhead: publishedAhead,
-                                   shownThrough: UInt64(bitPattern: shownThrough),
-                                   creation: creation.readableBytes == 0 ? nil : Array(buffer: creation))
+        var stored = StoredSession(
+            type: type, version: UInt64(bitPattern: version), state: Array(buffer: state),
+            startedThrough: UInt64(bitPattern: startedThrough), lastActivity: lastActivity,
+            history: [], pendingActions: [], publishedAhead: publishedAhead,
+            shownThrough: UInt64(bitPattern: shownThrough),
+            creation: creation.readableBytes == 0 ? nil : Array(buffer: creation))
         var versions: [SessionBatch.Version] = []
         for bytes in history {
             guard let chunk = HistoryChunk(decoding: Array(buffer: bytes)) else {
@@ -126,8 +140,9 @@ struct StoredSessionParts {
             }
             versions += chunk.entries
         }
-        stored.restore(versions: versions, capacity: capacity,
-                       pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
+        stored.restore(
+            versions: versions, capacity: capacity,
+            pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
         return stored
     }
 }

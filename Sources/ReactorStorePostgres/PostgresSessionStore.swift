@@ -64,9 +64,11 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     ///   - timeout: how long a call may wait for the database before it fails as unavailable
     ///     and its connection is made again (a hung server, a network that drops packets).
     /// - Throws: ``SessionStoreError`` naming the database and what is wrong.
-    public init(location: PostgresLocation, node: String, lease: Duration, historyCapacity: Int,
-                idleDeletionBatch: Int = 1_000, timeout: Duration = PostgresSessionStore.defaultTimeout,
-                logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
+    public init(
+        location: PostgresLocation, node: String, lease: Duration, historyCapacity: Int,
+        idleDeletionBatch: Int = 1_000, timeout: Duration = PostgresSessionStore.defaultTimeout,
+        logger: Logger = Logger(label: "reactor-server.postgres")
+    ) throws(SessionStoreError) {
         self.idleDeletionBatch = max(1, idleDeletionBatch)
         self.location = location
         self.node = node
@@ -144,8 +146,10 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         if !fenced.isEmpty {
             // Locked in id order, as every statement here that locks several rows does, so that two
             // of them never wait on each other (a deadlock).
-            let rows = try connection.run("SELECT id, epoch FROM reactor_sessions WHERE id = ANY(\(fenced)) ORDER BY id FOR UPDATE",
-                                          logger: logger).rows
+            let rows = try connection.run(
+                "SELECT id, epoch FROM reactor_sessions WHERE id = ANY(\(fenced)) ORDER BY id FOR UPDATE",
+                logger: logger
+            ).rows
             for row in rows {
                 let (id, epoch) = try row.decode((String, Int64).self)
                 epochs[id] = epoch
@@ -167,20 +171,23 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
             case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
                 let chunk = HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)])
                 // Unclaimed: the node the proxy routes its id to claims it on its first request.
-                _ = send("""
+                _ = send(
+                    """
                     INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
                         published_ahead, creation)
                     VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL, \(publishingAhead),
                         \(ByteBuffer(bytes: creation ?? [])))
                     """)
-                _ = send("""
+                _ = send(
+                    """
                     INSERT INTO reactor_history(id, first_version, last_version, versions)
                     VALUES (\(id), 0, 0, \(ByteBuffer(bytes: chunk.encoded())))
                     """)
                 exists[id] = true
             case .accept(let id, let seq, let action, let key):
                 if let key, sessionExists(id) {
-                    _ = send("""
+                    _ = send(
+                        """
                         INSERT INTO reactor_action_keys(id, key, seq, digest)
                         VALUES (\(id), \(key.key), \(Int64(bitPattern: key.seq)), \(Int64(bitPattern: key.digest)))
                         ON CONFLICT (id, key) DO UPDATE SET seq = EXCLUDED.seq, digest = EXCLUDED.digest
@@ -191,7 +198,8 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     }
                 }
                 guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
-                _ = send("""
+                _ = send(
+                    """
                     INSERT INTO reactor_actions(id, seq, action) VALUES (\(id), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: action)))
                     ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action
                     """)
@@ -204,7 +212,8 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 let chunk = ByteBuffer(bytes: HistoryChunk(entries: entries).encoded())
                 // The row moves forward only from an older version; its history chunk is written
                 // only if it did.
-                let result = send("""
+                let result = send(
+                    """
                     WITH moved AS (
                         UPDATE reactor_sessions SET version = \(Int64(bitPattern: version)), state = \(ByteBuffer(bytes: state)),
                             started_through = \(Int64(bitPattern: startedThrough)),
@@ -215,8 +224,10 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     ON CONFLICT (id, first_version) DO UPDATE SET last_version = EXCLUDED.last_version, versions = EXCLUDED.versions
                     """)
                 versionWrites.append((id, result))
-                if let through = HistoryChunk.trimmedThrough(firstVersion: entries[0].version, lastVersion: version,
-                                                              capacity: historyCapacity) {
+                if let through = HistoryChunk.trimmedThrough(
+                    firstVersion: entries[0].version, lastVersion: version,
+                    capacity: historyCapacity)
+                {
                     _ = send("DELETE FROM reactor_history WHERE id = \(id) AND last_version <= \(Int64(bitPattern: through))")
                 }
             case .touch(let id, let lastActivity):
@@ -265,7 +276,8 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         let limit = idleDeletionBatch
         return try writer.run { connection -> [String] in
             // Not those another node serves: its lease is live, and it keeps their activity.
-            let result = try connection.run("""
+            let result = try connection.run(
+                """
                 WITH doomed AS (
                     SELECT id FROM reactor_sessions
                     WHERE last_activity < \(cutoff) AND (lease_until IS NULL OR lease_until < now()) AND NOT (id = ANY(\(live)))
@@ -299,18 +311,21 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
             try connection.run("BEGIN", logger: logger)
             do {
                 let columns = Self.sessionColumns
-                let session: PostgresQuery = claiming
+                let session: PostgresQuery =
+                    claiming
                     ? """
-                      UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
-                      WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
-                      RETURNING \(unescaped: columns)
-                      """
+                    UPDATE reactor_sessions SET owner = \(node), epoch = epoch + 1, lease_until = now() + make_interval(secs => \(lease))
+                    WHERE id = \(id) AND (owner IS NULL OR owner = \(node) OR lease_until < now())
+                    RETURNING \(unescaped: columns)
+                    """
                     : "SELECT \(unescaped: columns) FROM reactor_sessions WHERE id = \(id)"
                 let claim = connection.query(session, logger: logger)
-                let history = connection.query("SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
-                                               logger: logger)
-                let actions = connection.query("SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
-                                               logger: logger)
+                let history = connection.query(
+                    "SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
+                    logger: logger)
+                let actions = connection.query(
+                    "SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
+                    logger: logger)
                 let keys = connection.query("SELECT key, seq, digest FROM reactor_action_keys WHERE id = \(id)", logger: logger)
                 let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
                 let keyRows = try keys.wait().rows
@@ -321,18 +336,21 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     }
                     // Held by another node: ask it to hand the session over (the proxy routes
                     // the id here), and send the client on meanwhile.
-                    let found = try connection.run("""
+                    let found = try connection.run(
+                        """
                         SELECT pg_notify(\(Self.handOverChannel), coalesce(owner, '') || E'\\n' || id) FROM reactor_sessions WHERE id = \(id)
-                        """, logger: logger).rows
+                        """, logger: logger
+                    ).rows
                     try connection.run("COMMIT", logger: logger)
                     return found.isEmpty ? .some(nil) : nil
                 }
                 try connection.run("COMMIT", logger: logger)
-                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough, creation)
-                    = try row.decode((String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
-                var parts = StoredSessionParts(type: type, version: version, state: state, startedThrough: startedThrough,
-                                               lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
-                                               creation: creation)
+                let (type, version, state, startedThrough, lastActivity, epoch, publishedAhead, shownThrough, creation) = try row.decode(
+                    (String, Int64, ByteBuffer, Int64, Int64, Int64, Bool, Int64, ByteBuffer).self)
+                var parts = StoredSessionParts(
+                    type: type, version: version, state: state, startedThrough: startedThrough,
+                    lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
+                    creation: creation)
                 parts.history = try historyRows.map { try $0.decode(ByteBuffer.self) }
                 parts.actions = try actionRows.map { try $0.decode((Int64, ByteBuffer).self) }
                 parts.keys = try keyRows.map { row in
@@ -372,10 +390,12 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
     public func diskUsage() throws(SessionStoreError) -> Int? {
         let logger = self.logger
         return try reader.run { connection in
-            let rows = try connection.run("""
+            let rows = try connection.run(
+                """
                 SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class AS c
                 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND c.relname LIKE 'reactor\\_%'
-                """, logger: logger).rows
+                """, logger: logger
+            ).rows
             guard let row = rows.first else { return 0 }
             return Int(try row.decode(Int64.self))
         }

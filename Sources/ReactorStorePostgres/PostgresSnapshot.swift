@@ -17,14 +17,17 @@ public final class PostgresSnapshot: SessionExporting {
     /// Begins the snapshot.
     /// - Parameter historyCapacity: versions of each session's history read (at least the latest).
     /// - Throws: ``SessionStoreError`` when the database cannot be reached or holds no session store.
-    public init(location: PostgresLocation, historyCapacity: Int, timeout: Duration = PostgresSessionStore.defaultTimeout,
-                logger: Logger = Logger(label: "reactor-server.postgres")) throws(SessionStoreError) {
+    public init(
+        location: PostgresLocation, historyCapacity: Int, timeout: Duration = PostgresSessionStore.defaultTimeout,
+        logger: Logger = Logger(label: "reactor-server.postgres")
+    ) throws(SessionStoreError) {
         self.location = location
         self.historyCapacity = max(1, historyCapacity)
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .notice)
-        transaction = try PostgresTransaction(location: location, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-                                              timeout: timeout, logger: quiet)
+        transaction = try PostgresTransaction(
+            location: location, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            timeout: timeout, logger: quiet)
         ownsTransaction = true
         do throws(SessionStoreError) {
             try transaction.run { connection in

@@ -109,7 +109,8 @@ final class SessionLeases: Sendable {
         do {
             let renewed = try renewer.run { connection -> Set<String> in
                 // The rows locked in id order first, as a commit locks them.
-                let rows = try connection.run("""
+                let rows = try connection.run(
+                    """
                     WITH held AS (
                         SELECT s.id FROM reactor_sessions AS s
                         JOIN unnest(\(ids)::text[], \(epochs)::bigint[]) AS c(id, epoch) ON s.id = c.id AND s.epoch = c.epoch
@@ -117,7 +118,8 @@ final class SessionLeases: Sendable {
                     UPDATE reactor_sessions AS s SET lease_until = now() + make_interval(secs => \(lease))
                     FROM held WHERE s.id = held.id
                     RETURNING s.id
-                    """, logger: logger).rows
+                    """, logger: logger
+                ).rows
                 return Set(try rows.map { try $0.decode(String.self) })
             }
             recordRenewal(failure: nil)
@@ -138,8 +140,9 @@ final class SessionLeases: Sendable {
                 logger.warning("could not renew the session leases; retrying", metadata: ["error": "\(error)"])
                 return
             }
-            logger.error("session leases lapsed: the database was out of reach for a whole lease, so other nodes may serve these sessions now",
-                         metadata: ["error": "\(error)", "sessions": "\(held.count)"])
+            logger.error(
+                "session leases lapsed: the database was out of reach for a whole lease, so other nodes may serve these sessions now",
+                metadata: ["error": "\(error)", "sessions": "\(held.count)"])
             lost = claims.withLock { claims in
                 let lost = Set(claims.keys)
                 claims.removeAll()
@@ -164,10 +167,13 @@ final class LeaseKeeper: Sendable {
     init(period: Duration, renew: @escaping @Sendable () -> Void) {
         let seconds = period.timeInterval
         var error: Int32 = 0
-        guard let thread = startThread({ [stopping, stopped] in
-            while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
-            stopped.signal()
-        }, error: &error) else {
+        guard
+            let thread = startThread(
+                { [stopping, stopped] in
+                    while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
+                    stopped.signal()
+                }, error: &error)
+        else {
             fatalError("could not start the lease renewal thread (error \(error))")
         }
         pthread_detach(thread)

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import CSQLite
 import Foundation
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A consistent copy of a session store, made while a server may be writing to it: one read
 /// transaction copied with `VACUUM INTO`, so the copy holds every commit up to its start and
@@ -35,16 +36,19 @@ public enum SQLiteBackup {
 
     /// ``copy(from:to:)``, calling `beforePublishing` once the checked copy is on disk and before
     /// it takes `destination`'s name; what it throws abandons the backup.
-    package static func copy(from source: String, to destination: String,
-                             beforePublishing: () throws(SessionStoreError) -> Void) throws(SessionStoreError) -> Summary {
+    package static func copy(
+        from source: String, to destination: String,
+        beforePublishing: () throws(SessionStoreError) -> Void
+    ) throws(SessionStoreError) -> Summary {
         let store = try StoreFileCopy.openStore(source)
         if StoreFileCopy.exists(destination) { throw alreadyExists(destination) }
         let partial = "\(destination).partial-\(getpid())"
         let sessions = try StoreFileCopy.write(store, to: partial)
         do throws(SessionStoreError) {
             try beforePublishing()
-            try StoreFileCopy.publish(partial, as: destination, naming: "the backup \(destination)",
-                                      taken: alreadyExists(destination))
+            try StoreFileCopy.publish(
+                partial, as: destination, naming: "the backup \(destination)",
+                taken: alreadyExists(destination))
             try StoreFileCopy.syncDirectory(of: destination)
             return Summary(sessions: sessions, bytes: size(of: destination))
         } catch {

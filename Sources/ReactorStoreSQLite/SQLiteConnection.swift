@@ -87,8 +87,9 @@ struct Statement {
     func bind(_ index: Int32, blob: [UInt8]) {
         blob.withUnsafeBytes { bytes in
             // An empty blob still binds as a (zero-length) blob, not NULL.
-            _ = sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
-                                  csqlite_transient())
+            _ = sqlite3_bind_blob(
+                handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
+                csqlite_transient())
         }
     }
 

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Puts a backup in a session store's place, while no server serves the store.
 ///
@@ -81,11 +82,14 @@ public enum SQLiteRestore {
             let replaced = try StoreFileCopy.openStore(store, readOnly: true)
             let aheadLimit = GroupCommitter.versionsShownAheadLimit
             // A store an older build wrote may lack the later columns.
-            let publishedAhead = try SQLiteSchema.hasColumn("published_ahead", of: "sessions", on: replaced)
+            let publishedAhead =
+                try SQLiteSchema.hasColumn("published_ahead", of: "sessions", on: replaced)
                 ? "published_ahead" : "0"
-            let shownThrough = try SQLiteSchema.hasColumn("shown_through", of: "sessions", on: replaced)
+            let shownThrough =
+                try SQLiteSchema.hasColumn("shown_through", of: "sessions", on: replaced)
                 ? "shown_through" : "0"
-            let sessions = try replaced.statement("""
+            let sessions = try replaced.statement(
+                """
                 SELECT id, max(version + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
                 FROM sessions
                 """)

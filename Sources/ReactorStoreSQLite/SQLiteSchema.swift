@@ -11,7 +11,8 @@ enum SQLiteSchema {
     /// Makes the tables that are missing, in one transaction, and adds the columns of later
     /// builds to a store made before them.
     static func prepare(_ writer: SQLiteConnection) throws(SessionStoreError) {
-        try writer.execute("""
+        try writer.execute(
+            """
             BEGIN IMMEDIATE;
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
             INSERT OR IGNORE INTO meta(key, value) VALUES ('application', '\(application)');
@@ -83,16 +84,20 @@ enum SQLiteSchema {
         let hasMeta = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
         defer { hasMeta.reset() }
         guard try hasMeta.next(), hasMeta.int64(0) == 1 else {
-            throw SessionStoreError(.corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+            throw SessionStoreError(
+                .corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
         }
         let meta = try connection.statement("SELECT key, value FROM meta WHERE key IN ('application', 'schema')")
         var values: [String: String] = [:]
         while try meta.next() { values[meta.text(0)] = meta.text(1) }
         guard values["application"] == application else {
-            throw SessionStoreError(.corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+            throw SessionStoreError(
+                .corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
         }
         guard let schema = values["schema"].flatMap(Int.init), schema <= version else {
-            throw SessionStoreError(.corrupt, "\(connection.path) was written by a newer reactor-server (schema \(values["schema"] ?? "?")); it was left untouched")
+            throw SessionStoreError(
+                .corrupt,
+                "\(connection.path) was written by a newer reactor-server (schema \(values["schema"] ?? "?")); it was left untouched")
         }
     }
 }

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A new SQLite session store filled with sessions copied from another store (``SessionCopy``).
 ///
@@ -52,7 +53,8 @@ public final class SQLiteSessionImport: SessionImport {
     }
 
     private func add(id: String, session: StoredSession, on connection: SQLiteConnection) throws(SessionStoreError) {
-        let row = try connection.statement("""
+        let row = try connection.statement(
+            """
             INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, shown_through,
                                  creation)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -68,7 +70,8 @@ public final class SQLiteSessionImport: SessionImport {
         row.bind(9, optionalBlob: session.creation)
         try row.run()
         // The history as one chunk; a session stored without one keeps its state as its history.
-        let entries = session.history.isEmpty
+        let entries =
+            session.history.isEmpty
             ? [SessionBatch.Version(version: session.version, producedBy: 0, state: session.state)] : session.history
         let history = try connection.statement("INSERT INTO history(id, first_version, last_version, versions) VALUES (?, ?, ?, ?)")
         history.bind(1, id)

@@ -29,17 +29,19 @@ extension SQLiteSessionStore {
             // One read transaction, so the reads see one commit.
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
-            let session = try connection.statement("""
+            let session = try connection.statement(
+                """
                 SELECT type, version, state, started_through, last_activity, published_ahead, shown_through, creation
                 FROM sessions WHERE id = ?
                 """)
             session.bind(1, id)
             defer { session.reset() }
             guard try session.next() else { return nil }
-            var stored = StoredSession(type: session.text(0), version: session.uint64(1), state: session.blob(2),
-                                       startedThrough: session.uint64(3), lastActivity: session.int64(4),
-                                       history: [], pendingActions: [], publishedAhead: session.int64(5) != 0,
-                                       shownThrough: session.uint64(6), creation: session.optionalBlob(7))
+            var stored = StoredSession(
+                type: session.text(0), version: session.uint64(1), state: session.blob(2),
+                startedThrough: session.uint64(3), lastActivity: session.int64(4),
+                history: [], pendingActions: [], publishedAhead: session.int64(5) != 0,
+                shownThrough: session.uint64(6), creation: session.optionalBlob(7))
             let history = try connection.statement("SELECT versions FROM history WHERE id = ? ORDER BY first_version")
             history.bind(1, id)
             var entries: [SessionBatch.Version] = []

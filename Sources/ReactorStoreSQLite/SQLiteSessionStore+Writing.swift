@@ -50,8 +50,10 @@ extension SQLiteSessionStore {
     /// A session's versions in the batch become one journal row (a chunk) and one update of its
     /// row; the sessions it deletes are added to `settled`, whose journal entries go once the
     /// batch is committed.
-    private func apply(_ writes: [SessionWrite], on connection: SQLiteConnection,
-                       settling settled: inout [String]) throws(SessionStoreError) -> Set<String> {
+    private func apply(
+        _ writes: [SessionWrite], on connection: SQLiteConnection,
+        settling settled: inout [String]
+    ) throws(SessionStoreError) -> Set<String> {
         let batch = SessionBatch(writes)
         var stale: Set<String> = []
         /// Whether each session touched so far exists (created, deleted or looked up in this batch).
@@ -65,7 +67,8 @@ extension SQLiteSessionStore {
         for write in batch.writes {
             switch write {
             case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
-                let session = try connection.statement("""
+                let session = try connection.statement(
+                    """
                     INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, creation)
                     VALUES (?, ?, 0, ?, 0, ?, ?, ?)
                     """)
@@ -77,7 +80,8 @@ extension SQLiteSessionStore {
                 session.bind(6, optionalBlob: creation)
                 try session.run()
                 exists[id] = true
-                try insertChunk(id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
+                try insertChunk(
+                    id: id, HistoryChunk(entries: [SessionBatch.Version(version: 0, producedBy: 0, state: state)]), on: connection)
             case .accept(let id, let seq, let action, let key):
                 if let key, try sessionExists(id) { try remember(key, of: id, on: connection) }
                 guard !batch.settlesLater(id: id, seq: seq), try sessionExists(id) else { continue }
@@ -95,7 +99,8 @@ extension SQLiteSessionStore {
             case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
                 // Written once, at the session's last version in the batch.
                 guard let entries = batch.versions(of: id, endingAt: version) else { continue }
-                let session = try connection.statement("""
+                let session = try connection.statement(
+                    """
                     UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
                     WHERE id = ?5 AND version < ?6
                     """)
@@ -112,7 +117,8 @@ extension SQLiteSessionStore {
                 }
                 exists[id] = true
                 let row = journal.withLock { $0.append(id: id) }
-                let append = try connection.statement("""
+                let append = try connection.statement(
+                    """
                     INSERT INTO journal(row, id, first_version, last_version, versions) VALUES (?, ?, ?, ?, ?)
                     """)
                 append.bind(1, row)
@@ -145,13 +151,17 @@ extension SQLiteSessionStore {
     }
 
     private func insertChunk(id: String, _ chunk: HistoryChunk, on connection: SQLiteConnection) throws(SessionStoreError) {
-        try insertChunk(id: id, firstVersion: chunk.entries[0].version, lastVersion: chunk.entries[chunk.entries.count - 1].version,
-                        versions: chunk.encoded(), on: connection)
+        try insertChunk(
+            id: id, firstVersion: chunk.entries[0].version, lastVersion: chunk.entries[chunk.entries.count - 1].version,
+            versions: chunk.encoded(), on: connection)
     }
 
-    private func insertChunk(id: String, firstVersion: UInt64, lastVersion: UInt64, versions: [UInt8],
-                             on connection: SQLiteConnection) throws(SessionStoreError) {
-        let statement = try connection.statement("""
+    private func insertChunk(
+        id: String, firstVersion: UInt64, lastVersion: UInt64, versions: [UInt8],
+        on connection: SQLiteConnection
+    ) throws(SessionStoreError) {
+        let statement = try connection.statement(
+            """
             INSERT OR REPLACE INTO history(id, first_version, last_version, versions) VALUES (?, ?, ?, ?)
             """)
         statement.bind(1, id)
@@ -167,8 +177,10 @@ extension SQLiteSessionStore {
     /// not make one commit long. Then deletes the journal's rows before the oldest still unfolded,
     /// as one range.
     /// - Returns: the last row deleted, if any were.
-    private func foldOldestJournalRows(appended: Int, on connection: SQLiteConnection,
-                                       settling settled: inout [String]) throws(SessionStoreError) -> Int64? {
+    private func foldOldestJournalRows(
+        appended: Int, on connection: SQLiteConnection,
+        settling settled: inout [String]
+    ) throws(SessionStoreError) -> Int64? {
         let (cutoff, due) = journal.withLock { journal -> (Int64, [(id: String, rows: Int)]) in
             let cutoff = journal.lastRow - Int64(journalWindow)
             guard cutoff > journal.deletedThrough else { return (0, []) }

@@ -72,8 +72,6 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         checkpointer.stop()
     }
 
-
-
     /// Makes the directory holding the store at `path` when it is missing, its owner's only
     /// (the store's ids are the sessions' credentials); refuses a file in its place.
     static func makeDirectory(of path: String) throws(SessionStoreError) {
@@ -85,10 +83,12 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
             }
         } else {
             do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    at: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
-                throw SessionStoreError(.unavailable, "cannot create the directory of the session store \(path): \(error.localizedDescription)")
+                throw SessionStoreError(
+                    .unavailable, "cannot create the directory of the session store \(path): \(error.localizedDescription)")
             }
         }
     }
@@ -106,7 +106,8 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         defer { try? handle.close() }
         let header = (try? handle.read(upToCount: 16)) ?? Data()
         guard header.isEmpty || header == Data("SQLite format 3\0".utf8) else {
-            throw SessionStoreError(.corrupt, "\(path) is not a SQLite database (its first bytes are not SQLite's header); it was left untouched")
+            throw SessionStoreError(
+                .corrupt, "\(path) is not a SQLite database (its first bytes are not SQLite's header); it was left untouched")
         }
     }
 
@@ -127,7 +128,6 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         var status = stat()
         return stat(path, &status) == 0 && status.st_mode & 0o077 != 0
     }
-
 
     /// Runs `body` on a free reader connection.
     func reading<Result>(_ body: (SQLiteConnection) throws(SessionStoreError) -> Result) throws(SessionStoreError) -> Result {

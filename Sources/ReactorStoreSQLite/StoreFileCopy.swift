@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A whole, checked copy of a session store in a file of its own, as backups and restores write
 /// them: opened as the session store it must be, copied with `VACUUM INTO` (one read
@@ -28,8 +29,10 @@ enum StoreFileCopy {
     /// file is made here, and only if nothing is there, so a failed copy is removed without
     /// removing anybody's file.
     /// - Returns: how many sessions the copy holds.
-    static func write(_ store: SQLiteConnection, to destination: String,
-                      preparing prepare: ((SQLiteConnection) throws(SessionStoreError) -> Void)? = nil) throws(SessionStoreError) -> Int {
+    static func write(
+        _ store: SQLiteConnection, to destination: String,
+        preparing prepare: ((SQLiteConnection) throws(SessionStoreError) -> Void)? = nil
+    ) throws(SessionStoreError) -> Int {
         let made = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard made >= 0 else {
             throw SessionStoreError(.unavailable, "cannot write \(destination): \(String(cString: strerror(errno)))")
@@ -68,8 +71,10 @@ enum StoreFileCopy {
     /// name. A link, unlike a rename, refuses a name that is taken, so a file made there
     /// meanwhile is left alone: `taken` is thrown then; `what` names the destination in other
     /// failures. The caller syncs the directory.
-    static func publish(_ partial: String, as destination: String, naming what: String,
-                        taken: @autoclosure () -> SessionStoreError) throws(SessionStoreError) {
+    static func publish(
+        _ partial: String, as destination: String, naming what: String,
+        taken: @autoclosure () -> SessionStoreError
+    ) throws(SessionStoreError) {
         guard link(partial, destination) == 0 else {
             if errno == EEXIST { throw taken() }
             throw SessionStoreError(.unavailable, "cannot write \(what): \(String(cString: strerror(errno)))")

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Locking
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Keeps a SQLite session store to one server at a time.
 ///
@@ -28,16 +29,22 @@ final class StoreFileLock: Sendable {
         path = storePath + ".lock"
         let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard opened >= 0 else {
-            throw SessionStoreError(.unavailable, "cannot open the session store \(storePath): cannot create its lock file \(path): \(String(cString: strerror(errno)))")
+            throw SessionStoreError(
+                .unavailable,
+                "cannot open the session store \(storePath): cannot create its lock file \(path): \(String(cString: strerror(errno)))")
         }
         guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno
             let holder = Self.holder(opened)
             close(opened)
             guard reason == EWOULDBLOCK else {
-                throw SessionStoreError(.unavailable, "cannot lock the session store \(storePath) (\(path)): \(String(cString: strerror(reason)))")
+                throw SessionStoreError(
+                    .unavailable, "cannot lock the session store \(storePath) (\(path)): \(String(cString: strerror(reason)))")
             }
-            throw SessionStoreError(.unavailable, "the session store \(storePath) is in use by another process\(holder.map { " (pid \($0))" } ?? ""), and one process at a time may use it (two servers would overwrite each other's sessions): stop that one first")
+            throw SessionStoreError(
+                .unavailable,
+                "the session store \(storePath) is in use by another process\(holder.map { " (pid \($0))" } ?? ""), and one process at a time may use it (two servers would overwrite each other's sessions): stop that one first"
+            )
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(opened, 0)

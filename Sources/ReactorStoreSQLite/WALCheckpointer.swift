@@ -2,10 +2,11 @@ import CSQLite
 import Dispatch
 import Locking
 import ReactorHosting
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Copies the write-ahead log into the database on a thread and connection of its own, beside

@@ -63,8 +63,10 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     ///   - timeout: the longest a `receive` waits for a state before it records an issue (a
     ///     guard so a broken test fails rather than hangs, not a way to wait for work).
     ///   - sourceLocation: where the store is made, named by the issues it records about itself.
-    public init(_ reactor: R, clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
-                sourceLocation: SourceLocation = #_sourceLocation) {
+    public init(
+        _ reactor: R, clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         self.createdAt = sourceLocation
         self.reactor = reactor
         self.clock = clock
@@ -101,14 +103,18 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     /// ```
     ///
     /// Actions sent afterwards are numbered after the interrupted ones.
-    public convenience init(_ reactor: R, restoring state: R.State, interrupted: [InterruptedAction<R.Action>] = [],
-                            clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
-                            sourceLocation: SourceLocation = #_sourceLocation) {
-        let restored = reactor.runtime.restore(reactor, state: state, version: 0,
-                                               sequence: interrupted.map(\.sequence).max() ?? 0)
+    public convenience init(
+        _ reactor: R, restoring state: R.State, interrupted: [InterruptedAction<R.Action>] = [],
+        clock: TestClock? = nil, exhaustivity: Exhaustivity = .on, timeout: Duration = .seconds(5),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let restored = reactor.runtime.restore(
+            reactor, state: state, version: 0,
+            sequence: interrupted.map(\.sequence).max() ?? 0)
         if !restored {
-            Issue.record("the reactor had started already, so it cannot be restored; give the store a new one",
-                         sourceLocation: sourceLocation)
+            Issue.record(
+                "the reactor had started already, so it cannot be restored; give the store a new one",
+                sourceLocation: sourceLocation)
         }
         self.init(reactor, clock: clock, exhaustivity: exhaustivity, timeout: timeout, sourceLocation: sourceLocation)
         if restored, !interrupted.isEmpty {
@@ -123,8 +129,9 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
         let (states, errors) = record.withLock { ($0.states.count, $0.errors.count) }
         if states > 0 || errors > 0 || reactor.runtime.hasActionsInFlight {
             let running = reactor.runtime.hasActionsInFlight ? " and mutations still running" : ""
-            Issue.record("the test ended with \(states) state(s) and \(errors) error(s) not asserted\(running); end it with `await store.finish()`",
-                         sourceLocation: createdAt)
+            Issue.record(
+                "the test ended with \(states) state(s) and \(errors) error(s) not asserted\(running); end it with `await store.finish()`",
+                sourceLocation: createdAt)
         }
     }
 
@@ -133,8 +140,10 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
 
     /// Sends `action` and asserts the first state it produces (`update` applied to the state
     /// asserted last). Without `update`, asserts that it produced no state at once.
-    public func send(_ action: R.Action, sourceLocation: SourceLocation = #_sourceLocation,
-                     assert update: ((inout R.State) -> Void)? = nil) async {
+    public func send(
+        _ action: R.Action, sourceLocation: SourceLocation = #_sourceLocation,
+        assert update: ((inout R.State) -> Void)? = nil
+    ) async {
         let pendingBefore = exhaustivity == .on ? record.withLock { $0.states.count } : 0
         if pendingBefore > 0 {
             Issue.record("\(pendingBefore) state(s) published before this action were not asserted", sourceLocation: sourceLocation)
@@ -151,15 +160,19 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
     }
 
     /// Asserts the next state the reactor publishes: `update` applied to the state asserted last.
-    public func receive(sourceLocation: SourceLocation = #_sourceLocation,
-                        assert update: @escaping (inout R.State) -> Void) async {
+    public func receive(
+        sourceLocation: SourceLocation = #_sourceLocation,
+        assert update: @escaping (inout R.State) -> Void
+    ) async {
         await expectNext(update, sourceLocation: sourceLocation)
     }
 
     /// Moves the clock on by `duration` (once the work in flight is waiting on it) and, with
     /// `update`, asserts the next state.
-    public func advance(by duration: Duration, sourceLocation: SourceLocation = #_sourceLocation,
-                        assert update: ((inout R.State) -> Void)? = nil) async {
+    public func advance(
+        by duration: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        assert update: ((inout R.State) -> Void)? = nil
+    ) async {
         guard let clock else {
             Issue.record("advance(by:) needs the TestStore to be made with the reactor's TestClock", sourceLocation: sourceLocation)
             return
@@ -171,16 +184,19 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
 
     /// Asserts the next mutation error: its action's sequence (if given) and that its message
     /// contains `message` (if given).
-    public func receiveError(action sequence: UInt64? = nil, containing message: String? = nil,
-                             sourceLocation: SourceLocation = #_sourceLocation) async {
+    public func receiveError(
+        action sequence: UInt64? = nil, containing message: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         guard await wait(until: { !$0.errors.isEmpty }) else {
             Issue.record("no mutation error within \(timeout)", sourceLocation: sourceLocation)
             return
         }
         let failure = record.withLock { $0.errors.removeFirst() }
         if let sequence, failure.actionSequence != sequence {
-            Issue.record("the error came from action \(failure.actionSequence.map(String.init) ?? "none"), not \(sequence)",
-                         sourceLocation: sourceLocation)
+            Issue.record(
+                "the error came from action \(failure.actionSequence.map(String.init) ?? "none"), not \(sequence)",
+                sourceLocation: sourceLocation)
         }
         if let message, !failure.message.contains(message) {
             Issue.record("the error \"\(failure.message)\" does not contain \"\(message)\"", sourceLocation: sourceLocation)
@@ -223,8 +239,9 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
         guard exhaustivity == .on else { return }
         let (states, errors) = record.withLock { ($0.states, $0.errors) }
         if !states.isEmpty {
-            Issue.record("\(states.count) state(s) were not asserted; the first:\n\(Self.describe(states[0]))",
-                         sourceLocation: sourceLocation)
+            Issue.record(
+                "\(states.count) state(s) were not asserted; the first:\n\(Self.describe(states[0]))",
+                sourceLocation: sourceLocation)
         }
         for error in errors {
             Issue.record("a mutation error was not asserted: \(error.errorType): \(error.message)", sourceLocation: sourceLocation)
@@ -245,8 +262,9 @@ public final class TestStore<R: Reactor>: Sendable where R.State: Equatable {
             update(&expected)
             if actual != expected {
                 let difference = Self.diff(expected, actual)
-                Issue.record("the state differs from the expected one (− expected, + actual):\n\(difference)",
-                             sourceLocation: sourceLocation)
+                Issue.record(
+                    "the state differs from the expected one (− expected, + actual):\n\(difference)",
+                    sourceLocation: sourceLocation)
             }
             asserted.withLock { $0 = actual }
         case .off:

@@ -174,7 +174,9 @@ private struct JSONParser {
                     guard var scalar = hexQuad() else { return nil }
                     if (0xD800..<0xDC00).contains(scalar) {
                         // A high surrogate must be followed by its low one.
-                        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else { return nil }
+                        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+                            return nil
+                        }
                         offset += 2
                         guard let low = hexQuad(), (0xDC00..<0xE000).contains(low) else { return nil }
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
@@ -194,7 +196,8 @@ private struct JSONParser {
 
     private mutating func hexQuad() -> UInt32? {
         guard offset + 4 <= bytes.count,
-              let value = UInt32(String(decoding: bytes[offset..<offset + 4], as: UTF8.self), radix: 16) else { return nil }
+            let value = UInt32(String(decoding: bytes[offset..<offset + 4], as: UTF8.self), radix: 16)
+        else { return nil }
         offset += 4
         return value
     }
@@ -243,8 +246,10 @@ private struct PatchWriter {
         }
     }
 
-    private mutating func diffObjects(_ before: [(key: String, value: JSONNode)], _ after: [(key: String, value: JSONNode)],
-                                      path: [String]) {
+    private mutating func diffObjects(
+        _ before: [(key: String, value: JSONNode)], _ after: [(key: String, value: JSONNode)],
+        path: [String]
+    ) {
         var afterByKey: [String: JSONNode] = [:]
         for member in after { afterByKey[member.key] = member.value }
         var beforeByKey: [String: JSONNode] = [:]
@@ -276,8 +281,10 @@ private struct PatchWriter {
     /// The kept elements of the longest run already in the new order stay where they are; only
     /// the others move (an element in the way of its position is first moved to the end, once),
     /// so a swap of two elements is a few moves whatever the array's length.
-    private mutating func diffKeyedArrays(_ before: [JSONNode], _ beforeKeys: [ElementID],
-                                          _ after: [JSONNode], _ afterKeys: [ElementID], path: [String]) {
+    private mutating func diffKeyedArrays(
+        _ before: [JSONNode], _ beforeKeys: [ElementID],
+        _ after: [JSONNode], _ afterKeys: [ElementID], path: [String]
+    ) {
         if beforeKeys == afterKeys {
             // The same elements in the same order (a field of one changed): each patched in place.
             for index in 0..<after.count { diff(before[index], after[index], path: path + [String(index)]) }
@@ -300,7 +307,8 @@ private struct PatchWriter {
             let key = afterKeys[index]
             // A moving element that belongs further on: out of the way, to the end.
             while index < working.count - 1, working[index].key != key, !stays.contains(working[index].key),
-                  newIndex[working[index].key]! > index, parked.insert(working[index].key).inserted {
+                newIndex[working[index].key]! > index, parked.insert(working[index].key).inserted
+            {
                 operation("move", path: path + [String(working.count - 1)], from: path + [String(index)])
                 working.append(working.remove(at: index))
             }
@@ -324,7 +332,8 @@ private struct PatchWriter {
         var tails: [Int] = []
         var previous = [Int](repeating: -1, count: values.count)
         for (position, value) in values.enumerated() {
-            var low = 0, high = tails.count
+            var low = 0
+            var high = tails.count
             while low < high {
                 let middle = (low + high) / 2
                 if values[tails[middle]] < value { low = middle + 1 } else { high = middle }

@@ -287,7 +287,8 @@ final class JSONStreamEncoder: Encoder {
                     wroteOne = true
                     // A field runs from its key's quote to the comma before the next one.
                     let end = field + 1 < fields.count ? fields[field + 1].start - 1 : contentStart + contentCount
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: content[(fields[field].start - contentStart)..<(end - contentStart)]))
+                    bytes.append(
+                        contentsOf: UnsafeBufferPointer(rebasing: content[(fields[field].start - contentStart)..<(end - contentStart)]))
                 }
             }
         }

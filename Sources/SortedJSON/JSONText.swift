@@ -90,10 +90,12 @@ public enum JSONText {
         codingPath: @autoclosure () -> [any CodingKey]
     ) throws -> String {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(
-                codingPath: codingPath(),
-                debugDescription: "Unable to encode \(Number.self).\(value) directly in JSON."
-            ))
+            throw EncodingError.invalidValue(
+                value,
+                .init(
+                    codingPath: codingPath(),
+                    debugDescription: "Unable to encode \(Number.self).\(value) directly in JSON."
+                ))
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }

@@ -36,9 +36,11 @@ public enum SortedJSONEncoder {
 
     /// The error for a top-level value that encodes nothing (Foundation's).
     static func nothingEncoded<Value>(_ value: Value) -> EncodingError {
-        EncodingError.invalidValue(value, .init(
-            codingPath: [],
-            debugDescription: "Top-level \(Value.self) did not encode any values."
-        ))
+        EncodingError.invalidValue(
+            value,
+            .init(
+                codingPath: [],
+                debugDescription: "Top-level \(Value.self) did not encode any values."
+            ))
     }
 }

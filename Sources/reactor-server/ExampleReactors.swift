@@ -7,7 +7,8 @@ enum ExampleReactors {
     static func register(in registry: inout ReactorRegistry, counterDelay: Duration, searchLatency: Duration, room: Room) {
         registry.register(
             "counter",
-            summary: "ReactorKit's Counter: each action shows loading, changes the value after a delay, then alerts; created with an optional step",
+            summary:
+                "ReactorKit's Counter: each action shows loading, changes the value after a delay, then alerts; created with an optional step",
             exampleActions: CounterReactor.exampleActions,
             exampleParameters: CounterParameters(step: 1)
         ) { (parameters: CounterParameters, _) in
@@ -27,7 +28,8 @@ enum ExampleReactors {
         ) { SearchReactor(latency: searchLatency) }
         registry.register(
             "room",
-            summary: "A chat room shared by every instance (on every node, with a postgres store): one instance's message reaches all of them",
+            summary:
+                "A chat room shared by every instance (on every node, with a postgres store): one instance's message reaches all of them",
             exampleActions: RoomReactor.exampleActions
         ) { RoomReactor(room: room) }
     }

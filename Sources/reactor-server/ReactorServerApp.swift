@@ -25,7 +25,8 @@ struct ReactorServerApp: ReactorServiceApp {
     func register(_ reactors: inout ReactorRegistry, options: Options) {
         // The room's messages reach every node through the store several nodes share.
         let room = Room(channel: reactors.clusterChannel(named: "reactor_room"))
-        ExampleReactors.register(in: &reactors, counterDelay: .milliseconds(options.counterDelayMs),
-                                 searchLatency: .milliseconds(options.searchLatencyMs), room: room)
+        ExampleReactors.register(
+            in: &reactors, counterDelay: .milliseconds(options.counterDelayMs),
+            searchLatency: .milliseconds(options.searchLatencyMs), room: room)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A package written against an earlier release still compiles (this target is that package's
 /// code, with its imports) and serves.
@@ -19,7 +20,8 @@ import Testing
         #expect((response as? HTTPURLResponse)?.statusCode == 201)
         let created = try JSONSerialization.jsonObject(with: body) as? [String: Any]
         let id = try #require(created?["id"] as? String)
-        var start = URLRequest(url: base.appendingPathComponent("reactors/\(id)/actions").appending(queryItems: [.init(name: "wait", value: "true")]))
+        var start = URLRequest(
+            url: base.appendingPathComponent("reactors/\(id)/actions").appending(queryItems: [.init(name: "wait", value: "true")]))
         start.httpMethod = "POST"
         start.httpBody = Data(#""start""#.utf8)
         let (answer, started) = try await URLSession.shared.data(for: start)

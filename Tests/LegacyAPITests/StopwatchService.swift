@@ -55,8 +55,10 @@ final class StopwatchReactor: Reactor {
 
 func makeStopwatchServer(port: UInt16) -> ReactorServer {
     var registry = ReactorRegistry()
-    registry.register("stopwatch", summary: "laps after a delay",
-                      exampleActions: [.start, .lap(label: "first")]) { StopwatchReactor() }
+    registry.register(
+        "stopwatch", summary: "laps after a delay",
+        exampleActions: [.start, .lap(label: "first")]
+    ) { StopwatchReactor() }
 
     var http = HTTPServerConfiguration()
     http.port = port

@@ -1,5 +1,6 @@
-@testable import MicroHTTP
 import Testing
+
+@testable import MicroHTTP
 
 @Suite struct MemoryTrimTests {
     @Test func aQuickLookKeepsTheShortestWait() {

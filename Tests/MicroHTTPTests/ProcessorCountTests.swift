@@ -1,6 +1,7 @@
 import Foundation
-@testable import MicroHTTP
 import Testing
+
+@testable import MicroHTTP
 
 /// The cgroup CPU quota caps the default thread counts; each case lays out the files a kernel
 /// would show under a directory of its own.
@@ -17,39 +18,63 @@ import Testing
     }
 
     @Test func cgroupV2QuotaInWholeProcessorsRoundedUp() throws {
-        #expect(ProcessorCount.cgroupQuota(root: try root(["proc/self/cgroup": "0::/\n",
-                                                           "sys/fs/cgroup/cpu.max": "200000 100000\n"])) == 2)
-        #expect(ProcessorCount.cgroupQuota(root: try root(["proc/self/cgroup": "0::/\n",
-                                                           "sys/fs/cgroup/cpu.max": "150000 100000\n"])) == 2)
-        #expect(ProcessorCount.cgroupQuota(root: try root(["proc/self/cgroup": "0::/\n",
-                                                           "sys/fs/cgroup/cpu.max": "10000 100000\n"])) == 1)
-        #expect(ProcessorCount.cgroupQuota(root: try root(["proc/self/cgroup": "0::/\n",
-                                                           "sys/fs/cgroup/cpu.max": "max 100000\n"])) == nil)
+        #expect(
+            ProcessorCount.cgroupQuota(
+                root: try root([
+                    "proc/self/cgroup": "0::/\n",
+                    "sys/fs/cgroup/cpu.max": "200000 100000\n",
+                ])) == 2)
+        #expect(
+            ProcessorCount.cgroupQuota(
+                root: try root([
+                    "proc/self/cgroup": "0::/\n",
+                    "sys/fs/cgroup/cpu.max": "150000 100000\n",
+                ])) == 2)
+        #expect(
+            ProcessorCount.cgroupQuota(
+                root: try root([
+                    "proc/self/cgroup": "0::/\n",
+                    "sys/fs/cgroup/cpu.max": "10000 100000\n",
+                ])) == 1)
+        #expect(
+            ProcessorCount.cgroupQuota(
+                root: try root([
+                    "proc/self/cgroup": "0::/\n",
+                    "sys/fs/cgroup/cpu.max": "max 100000\n",
+                ])) == nil)
     }
 
     @Test func cgroupV1QuotaOverPeriod() throws {
-        let limited = try root(["proc/self/cgroup": "2:cpuacct:/\n1:cpu:/\n",
-                                "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "300000\n",
-                                "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n"])
+        let limited = try root([
+            "proc/self/cgroup": "2:cpuacct:/\n1:cpu:/\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "300000\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
+        ])
         #expect(ProcessorCount.cgroupQuota(root: limited) == 3)
-        let unlimited = try root(["proc/self/cgroup": "1:cpu,cpuacct:/\n",
-                                  "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "-1\n",
-                                  "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n"])
+        let unlimited = try root([
+            "proc/self/cgroup": "1:cpu,cpuacct:/\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "-1\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
+        ])
         #expect(ProcessorCount.cgroupQuota(root: unlimited) == nil)
     }
 
     @Test func theProcessOwnCgroupAndItsParentsCountTheSmallestWinning() throws {
         // The process sits in /app/worker; /app allows 4 CPUs, the worker 6, the root none.
-        let v2 = try root(["proc/self/cgroup": "0::/app/worker\n",
-                           "sys/fs/cgroup/cpu.max": "max 100000\n",
-                           "sys/fs/cgroup/app/cpu.max": "400000 100000\n",
-                           "sys/fs/cgroup/app/worker/cpu.max": "600000 100000\n"])
+        let v2 = try root([
+            "proc/self/cgroup": "0::/app/worker\n",
+            "sys/fs/cgroup/cpu.max": "max 100000\n",
+            "sys/fs/cgroup/app/cpu.max": "400000 100000\n",
+            "sys/fs/cgroup/app/worker/cpu.max": "600000 100000\n",
+        ])
         #expect(ProcessorCount.cgroupQuota(root: v2) == 4)
         // cgroup v1 with the container's own cgroup mounted as the root: the path in
         // /proc/self/cgroup is the host's and does not exist below the mount.
-        let v1 = try root(["proc/self/cgroup": "4:cpu,cpuacct:/docker/abc123\n",
-                           "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "200000\n",
-                           "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n"])
+        let v1 = try root([
+            "proc/self/cgroup": "4:cpu,cpuacct:/docker/abc123\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_quota_us": "200000\n",
+            "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
+        ])
         #expect(ProcessorCount.cgroupQuota(root: v1) == 2)
     }
 

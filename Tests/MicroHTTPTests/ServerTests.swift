@@ -1,6 +1,7 @@
 import Foundation
-@testable import MicroHTTP
 import Testing
+
+@testable import MicroHTTP
 
 @Suite struct ServerTests {
     private static func router() -> Router {
@@ -27,7 +28,8 @@ import Testing
         let server = try startServer(router: Self.router())
         defer { server.shutdown() }
         let url = "http://127.0.0.1:\(server.port)/hello"
-        let result = try await Clients.curl(["-w", "%{http_code} %{num_connects}\\n"] + Array(repeating: ["-o", "/dev/null", url], count: 50).flatMap { $0 })
+        let result = try await Clients.curl(
+            ["-w", "%{http_code} %{num_connects}\\n"] + Array(repeating: ["-o", "/dev/null", url], count: 50).flatMap { $0 })
         let lines = result.output.split(separator: "\n")
         #expect(lines.count == 50)
         #expect(lines.allSatisfy { $0.hasPrefix("200 ") })
@@ -39,7 +41,9 @@ import Testing
         let server = try startServer({ $0.maxBodySize = 1024 }, router: Self.router())
         defer { server.shutdown() }
         let big = String(repeating: "x", count: 4096)
-        let result = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "--data-binary", big, "http://127.0.0.1:\(server.port)/echo"])
+        let result = try await Clients.curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "--data-binary", big, "http://127.0.0.1:\(server.port)/echo",
+        ])
         #expect(result.output == "413")
         let small = try await Clients.curl(["--data-binary", "abc", "http://127.0.0.1:\(server.port)/echo"])
         #expect(small.output == "abc")
@@ -49,10 +53,14 @@ import Testing
         let server = try startServer({ $0.maxBodySize = 1024 }, router: Self.router())
         defer { server.shutdown() }
         let big = String(repeating: "y", count: 64 * 1024)
-        let result = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked",
-                                             "--data-binary", big, "http://127.0.0.1:\(server.port)/echo"])
+        let result = try await Clients.curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked",
+            "--data-binary", big, "http://127.0.0.1:\(server.port)/echo",
+        ])
         #expect(result.output == "413")
-        let fits = try await Clients.curl(["-H", "Transfer-Encoding: chunked", "--data-binary", "chunked ok", "http://127.0.0.1:\(server.port)/echo"])
+        let fits = try await Clients.curl([
+            "-H", "Transfer-Encoding: chunked", "--data-binary", "chunked ok", "http://127.0.0.1:\(server.port)/echo",
+        ])
         #expect(fits.output == "chunked ok")
     }
 
@@ -62,20 +70,22 @@ import Testing
     }
 
     @Test func errorResponseBuilderIsUsed() async throws {
-        let server = try startServer({
-            $0.maxBodySize = 10
-            $0.errorResponse = Self.customErrorResponse
-        }, router: Self.router())
+        let server = try startServer(
+            {
+                $0.maxBodySize = 10
+                $0.errorResponse = Self.customErrorResponse
+            }, router: Self.router())
         defer { server.shutdown() }
         let result = try await Clients.curl(["--data-binary", String(repeating: "z", count: 100), "http://127.0.0.1:\(server.port)/echo"])
         #expect(result.output == "custom 413: Request body too large")
     }
 
     @Test func errorResponseBuilderAnswersForLibmicrohttpdsOwnRefusals() async throws {
-        let server = try startServer({
-            $0.maxHeaderSize = 2048
-            $0.errorResponse = Self.customErrorResponse
-        }, router: Self.router())
+        let server = try startServer(
+            {
+                $0.maxHeaderSize = 2048
+                $0.errorResponse = Self.customErrorResponse
+            }, router: Self.router())
         defer { server.shutdown() }
         let base = "http://127.0.0.1:\(server.port)"
         // Far beyond the connection's memory: libmicrohttpd refuses it before any handler runs.
@@ -87,9 +97,15 @@ import Testing
         let server = try startServer({ $0.maxHeaderSize = 2048 }, router: Self.router())
         defer { server.shutdown() }
         let port = server.port
-        let big = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 3000))", "http://127.0.0.1:\(port)/hello"])
+        let big = try await Clients.curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 3000))",
+            "http://127.0.0.1:\(port)/hello",
+        ])
         #expect(big.output == "431")
-        let huge = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 40_000))", "http://127.0.0.1:\(port)/hello"])
+        let huge = try await Clients.curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Big: \(String(repeating: "b", count: 40_000))",
+            "http://127.0.0.1:\(port)/hello",
+        ])
         #expect(huge.output == "431")
         let fine = try await Clients.curl(["-H", "X-Test-Header: yes", "http://127.0.0.1:\(port)/header"])
         #expect(fine.output == "yes")
@@ -163,7 +179,11 @@ import Testing
     }
 
     @Test func aServerAtItsConnectionLimitAcceptsAgainOnceAConnectionCloses() async throws {
-        let server = try startServer({ $0.connectionLimit = 1; $0.threads = 4 }, router: Self.router())
+        let server = try startServer(
+            {
+                $0.connectionLimit = 1
+                $0.threads = 4
+            }, router: Self.router())
         defer { server.shutdown() }
         for _ in 0..<3 {
             let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/hello"])
@@ -247,23 +267,31 @@ import Testing
         let server = try startServer(router: Self.router())
         defer { server.shutdown() }
         let port = server.port
-        for raw in ["GARBAGE\r\n\r\n", "GET /%zz%% HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
-                    "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
-                    "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n"] {
-            _ = try await Clients.run("/usr/bin/python3", ["-c", """
-                import socket; s = socket.create_connection(("127.0.0.1", \(port)), timeout=5)
-                s.sendall(bytes(\(Array(raw.utf8))))
-                try: s.recv(4096)
-                except Exception: pass
-                """])
+        for raw in [
+            "GARBAGE\r\n\r\n", "GET /%zz%% HTTP/1.1\r\nHost: x\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        ] {
+            _ = try await Clients.run(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    """
+                    import socket; s = socket.create_connection(("127.0.0.1", \(port)), timeout=5)
+                    s.sendall(bytes(\(Array(raw.utf8))))
+                    try: s.recv(4096)
+                    except Exception: pass
+                    """,
+                ])
         }
         let after = try await Clients.curl(["http://127.0.0.1:\(port)/hello"])
         #expect(after.output == "hello")
     }
 
     @Test func aPreparedResponseIsSharedFromItsSecondSendAndChangedCopiesCarryTheirChanges() async throws {
-        let prepared = PreparedResponse(status: 203, headers: ["Content-Type": "application/json", "X-Prepared": "yes"],
-                                        body: Array(#"{"shared":true}"#.utf8))
+        let prepared = PreparedResponse(
+            status: 203, headers: ["Content-Type": "application/json", "X-Prepared": "yes"],
+            body: Array(#"{"shared":true}"#.utf8))
         let sentOnce = PreparedResponse(status: 200, headers: [:], body: Array("once".utf8))
         var router = Router()
         router.add(.GET, "/prepared") { _ in HTTPResponse(prepared) }

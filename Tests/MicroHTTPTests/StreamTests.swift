@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import MicroHTTP
 import Synchronization
-import Locking
 import Testing
 
 /// Subscribers of an event-stream endpoint, as a service would keep them.
@@ -11,9 +11,12 @@ final class Subscribers: Sendable {
     let reasons = Locked<[HTTPStreamCloseReason]>([])
     private let sources = Locked<[HTTPBufferedStreamSource]>([])
 
-    func makeSource(capacity: Int = 64, overflow: HTTPBufferedStreamSource.OverflowPolicy = .conflate,
-                    initial: [[UInt8]] = [], finalBytes: [UInt8] = []) -> HTTPBufferedStreamSource {
-        let source = HTTPBufferedStreamSource(capacity: capacity, overflow: overflow, initial: initial, finalBytes: finalBytes) { [weak self] reason in
+    func makeSource(
+        capacity: Int = 64, overflow: HTTPBufferedStreamSource.OverflowPolicy = .conflate,
+        initial: [[UInt8]] = [], finalBytes: [UInt8] = []
+    ) -> HTTPBufferedStreamSource {
+        let source = HTTPBufferedStreamSource(capacity: capacity, overflow: overflow, initial: initial, finalBytes: finalBytes) {
+            [weak self] reason in
             self?.reasons.withLock { $0.append(reason) }
             self?.closed.signal()
         }
@@ -34,12 +37,15 @@ final class Subscribers: Sendable {
     func releaseAll() { sources.withLock { $0.removeAll() } }
 }
 
-private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbeat: HTTPHeartbeat? = nil, finalBytes: [UInt8] = [],
-                        initial: [[UInt8]] = [Array("data: hello\n\n".utf8)]) -> HTTPHandler {
+private func sseHandler(
+    _ subscribers: Subscribers, capacity: Int = 64, heartbeat: HTTPHeartbeat? = nil, finalBytes: [UInt8] = [],
+    initial: [[UInt8]] = [Array("data: hello\n\n".utf8)]
+) -> HTTPHandler {
     { _ in
-        .stream(headers: ["Content-Type": "text/event-stream"],
-                source: subscribers.makeSource(capacity: capacity, initial: initial, finalBytes: finalBytes),
-                heartbeat: heartbeat)
+        .stream(
+            headers: ["Content-Type": "text/event-stream"],
+            source: subscribers.makeSource(capacity: capacity, initial: initial, finalBytes: finalBytes),
+            heartbeat: heartbeat)
     }
 }
 
@@ -192,7 +198,7 @@ private func sseHandler(_ subscribers: Subscribers, capacity: Int = 64, heartbea
     @Test func shutdownAnswersPendingDeferredRequests() async throws {
         let started = EventCounter()
         let server = try startServer({ $0.shutdownTimeout = .milliseconds(400) }) { _ in
-            .deferred { _ in started.signal() }   // never answers by itself
+            .deferred { _ in started.signal() }  // never answers by itself
         }
         async let client = Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/hang"])
         #expect(await started.wait(for: 1))

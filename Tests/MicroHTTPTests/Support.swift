@@ -79,7 +79,8 @@ enum Clients {
         return ProcessResult(termination: termination, output: String(decoding: output, as: UTF8.self))
     }
 
-    static func python(_ mode: String, port: UInt16, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+    static func python(_ mode: String, port: UInt16, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> ProcessResult
+    {
         try await run("/usr/bin/python3", [script, mode, String(port)] + arguments, timeout: timeout)
     }
 

@@ -188,8 +188,10 @@ package final class SpawnedProcess: Sendable {
 
     /// Runs `executable` to completion; returns how it ended and its standard output. After
     /// `timeout`, a guard against a hung child only, it is sent SIGTERM, and SIGKILL 5 s later.
-    package static func run(_ executable: String, _ arguments: [String],
-                            timeout: Duration) async throws -> (termination: ProcessTermination, output: [UInt8]) {
+    package static func run(
+        _ executable: String, _ arguments: [String],
+        timeout: Duration
+    ) async throws -> (termination: ProcessTermination, output: [UInt8]) {
         let process = try SpawnedProcess(executable: executable, arguments: arguments)
         let deadline = Task {
             do { try await Task.sleep(for: timeout) } catch { return }

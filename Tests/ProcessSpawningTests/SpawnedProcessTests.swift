@@ -1,6 +1,6 @@
 import Foundation
-import Locking
 import Glibc
+import Locking
 import ProcessSpawning
 import Testing
 

@@ -1,10 +1,12 @@
 import Foundation
-@testable import ReactorClient
 import Testing
 
+@testable import ReactorClient
+
 struct ReconnectPolicyTests {
-    let policy = ReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(10), multiplier: 2, jitter: 0.5,
-                                 maximumRefusals: 2)
+    let policy = ReconnectPolicy(
+        initialDelay: .seconds(1), maximumDelay: .seconds(10), multiplier: 2, jitter: 0.5,
+        maximumRefusals: 2)
 
     @Test func theServersRetryHintComesFirstThenTheWaitDoubles() {
         #expect(policy.delay(afterFailures: 0, random: 0) == .seconds(1))
@@ -24,8 +26,9 @@ struct ReconnectPolicyTests {
     }
 
     @Test func refusalsWithRetryAfterAreRetriedABoundedNumberOfTimes() {
-        let busy = ReactorProblem(type: ReactorProblem.typePrefix + "too-many-instances", title: "", detail: "",
-                                  status: 429, retryAfter: 5)
+        let busy = ReactorProblem(
+            type: ReactorProblem.typePrefix + "too-many-instances", title: "", detail: "",
+            status: 429, retryAfter: 5)
         #expect(policy.delay(afterRefusal: busy, refusals: 0, wasWaiting: false) == .seconds(5))
         #expect(policy.delay(afterRefusal: busy, refusals: 2, wasWaiting: false) == nil)
         var long = busy
@@ -39,17 +42,22 @@ struct ReconnectPolicyTests {
     }
 
     @Test func anActionAcceptedBeforeTheServerStoppedIsNotSentTwice() {
-        let stopping = ReactorProblem(type: ReactorProblem.typePrefix + "unavailable", title: "", detail: "",
-                                      status: 503, retryAfter: 1)
+        let stopping = ReactorProblem(
+            type: ReactorProblem.typePrefix + "unavailable", title: "", detail: "",
+            status: 503, retryAfter: 1)
         #expect(policy.delay(afterRefusal: stopping, refusals: 0, wasWaiting: true) == nil)
         #expect(policy.delay(afterRefusal: stopping, refusals: 0, wasWaiting: false) == .seconds(1))
     }
 
     @Test func problemJSONIsRead() throws {
-        let body = #"{"detail":"no reactor instance has the id 'x'","status":404,"title":"Unknown reactor instance","type":"urn:reactor-server:problem:unknown-instance"}"#
+        let body =
+            #"{"detail":"no reactor instance has the id 'x'","status":404,"title":"Unknown reactor instance","type":"urn:reactor-server:problem:unknown-instance"}"#
         let problem = ReactorProblem(status: 404, body: Data(body.utf8), retryAfter: nil)
-        #expect(problem == ReactorProblem(type: "urn:reactor-server:problem:unknown-instance", title: "Unknown reactor instance",
-                                          detail: "no reactor instance has the id 'x'", status: 404))
+        #expect(
+            problem
+                == ReactorProblem(
+                    type: "urn:reactor-server:problem:unknown-instance", title: "Unknown reactor instance",
+                    detail: "no reactor instance has the id 'x'", status: 404))
         #expect(problem.kind == "unknown-instance")
         let plain = ReactorProblem(status: 502, body: Data("Bad Gateway".utf8), retryAfter: nil)
         #expect(plain.type == "about:blank")

@@ -27,8 +27,9 @@ struct RemoteReactorTests {
 
     @Test func createWithParametersAndTheirRefusalAsATypedError() async throws {
         let server = try ServerProcess()
-        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", parameters: CounterParameters(step: 3),
-                                                                     at: server.url)
+        let counter = try await RemoteReactor<CounterReactor>.create(
+            type: "counter", parameters: CounterParameters(step: 3),
+            at: server.url)
         #expect(counter.version == 0)
         #expect(try await counter.send(.increase, andWait: true).state.value == 3)
 
@@ -83,8 +84,11 @@ struct RemoteReactorTests {
 
         let first = try await counter.send(.increase, andWait: true)
         #expect(first.version == 4)
-        #expect(first.state == CounterReactor.State(value: 1, isLoading: false,
-                                                    alertMessage: Pulse(value: "increased!", valueUpdatedCount: 1)))
+        #expect(
+            first.state
+                == CounterReactor.State(
+                    value: 1, isLoading: false,
+                    alertMessage: Pulse(value: "increased!", valueUpdatedCount: 1)))
         // The same alert text again: the pulse's count tells the second from the first.
         let second = try await counter.send(.increase, andWait: true)
         #expect(second.version == 8)
@@ -223,8 +227,9 @@ struct RemoteReactorTests {
     @Test func theQueueIsBounded() async throws {
         let server = try ServerProcess()
         let configuration = RemoteReactorConfiguration(queueCapacity: 2)
-        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url,
-                                                                     configuration: configuration)
+        let counter = try await RemoteReactor<CounterReactor>.create(
+            type: "counter", at: server.url,
+            configuration: configuration)
         server.stop()
         let queued = [counter.send(.increase), counter.send(.increase)]
         let refused = counter.send(.increase)
@@ -271,7 +276,7 @@ struct RemoteReactorTests {
         events.cancel()
         try await within(.seconds(10), "the server to see the stream close") {
             while try await server.metric("reactor_event_streams") != 0 {
-                try await Task.sleep(for: .milliseconds(20))   // between two reads of the gauge
+                try await Task.sleep(for: .milliseconds(20))  // between two reads of the gauge
             }
         }
         #expect(counter.connectionStatus == .idle)

@@ -1,5 +1,6 @@
-@testable import ReactorClient
 import Testing
+
+@testable import ReactorClient
 
 struct ServerSentEventParserTests {
     /// The server's own framing: the retry block, a snapshot-marked state, an error, the end.

@@ -59,7 +59,11 @@ import Testing
 /// Loads after a delay; `cancel` cuts the load off.
 private final class LoaderReactor: Reactor {
     enum Action: String, Codable, Sendable { case load, loadWithNoise, latestLoad, cancel }
-    enum Mutation: Sendable { case setLoading(Bool), setItems(Int), addNoise(Int) }
+    enum Mutation: Sendable {
+        case setLoading(Bool)
+        case setItems(Int)
+        case addNoise(Int)
+    }
     struct State: Codable, Sendable, Equatable {
         var isLoading = false
         var items = 0
@@ -82,11 +86,13 @@ private final class LoaderReactor: Reactor {
         case .load:
             return .concat(.just(.setLoading(true)), load.cancellable(id: "load"), .just(.setLoading(false)))
         case .loadWithNoise:
-            return .merge(load.cancellable(id: "load"),
-                          Mutations.just(.addNoise(1)).delayed(by: .milliseconds(200), clock: clock))
+            return .merge(
+                load.cancellable(id: "load"),
+                Mutations.just(.addNoise(1)).delayed(by: .milliseconds(200), clock: clock))
         case .latestLoad:
-            return .concat(.just(.setLoading(true)), load.cancellable(id: "load", cancelInFlight: true),
-                           .just(.setLoading(false)))
+            return .concat(
+                .just(.setLoading(true)), load.cancellable(id: "load", cancelInFlight: true),
+                .just(.setLoading(false)))
         case .cancel:
             return .cancel(id: "load")
         }

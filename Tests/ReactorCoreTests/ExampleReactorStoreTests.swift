@@ -22,8 +22,9 @@ import Testing
         // A crash cut the increase off after `reduced` of its mutations: loading (1), the value (2),
         // the end of loading (3).
         let restored = CounterReactor.State(value: reduced >= 2 ? 1 : 0, isLoading: reduced < 3)
-        let store = TestStore(CounterReactor(delay: .zero), restoring: restored,
-                              interrupted: [InterruptedAction(action: .increase, sequence: 4, reducedMutations: reduced)])
+        let store = TestStore(
+            CounterReactor(delay: .zero), restoring: restored,
+            interrupted: [InterruptedAction(action: .increase, sequence: 4, reducedMutations: reduced)])
         if change == 1 { await store.receive { $0.value = 1 } }
         await store.receive { $0.isLoading = false }  // published even when it was over already
         // Never left loading, and the next action is numbered after the interrupted one.
@@ -46,9 +47,13 @@ import Testing
         restored.nextPage = 2
         restored.isLoadingNextPage = true
         let names = (1...30).map { "swift-\($0)" }
-        let store = TestStore(SearchReactor(names: names, latency: .zero), restoring: restored,
-                              interrupted: [InterruptedAction(action: .loadNextPage, sequence: 2, reducedMutations: 1)])
-        await store.receive { $0.results += Array(names[20...]); $0.nextPage = nil }
+        let store = TestStore(
+            SearchReactor(names: names, latency: .zero), restoring: restored,
+            interrupted: [InterruptedAction(action: .loadNextPage, sequence: 2, reducedMutations: 1)])
+        await store.receive {
+            $0.results += Array(names[20...])
+            $0.nextPage = nil
+        }
         await store.receive { $0.isLoadingNextPage = false }
         await store.finish()
     }
@@ -69,8 +74,9 @@ import Testing
 
     @Test func searchShowsOnlyTheLatestQuerysResults() async {
         let clock = TestClock()
-        let store = TestStore(SearchReactor(names: ["swift-nio", "swift-log", "vapor"], latency: .milliseconds(300), clock: clock),
-                              clock: clock)
+        let store = TestStore(
+            SearchReactor(names: ["swift-nio", "swift-log", "vapor"], latency: .milliseconds(300), clock: clock),
+            clock: clock)
         await store.send(.updateQuery(query: "swift")) { $0.query = "swift" }
         await store.send(.updateQuery(query: "nio")) { $0.query = "nio" }  // cancels the first search
         await store.advance(by: .milliseconds(300)) { $0.results = ["swift-nio"] }

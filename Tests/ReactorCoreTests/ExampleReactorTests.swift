@@ -1,5 +1,5 @@
-import Locking
 import Foundation
+import Locking
 import ReactorCore
 import ReactorExamples
 import ReactorTesting
@@ -13,19 +13,21 @@ import Testing
         let recorder = StateRecorder(reactor)
         let receipt = reactor.send(.increase)
         await clock.waitForSleepers(1)
-        #expect(recorder.states == [
-            CounterReactor.State(),
-            CounterReactor.State(value: 0, isLoading: true),
-        ])
+        #expect(
+            recorder.states == [
+                CounterReactor.State(),
+                CounterReactor.State(value: 0, isLoading: true),
+            ])
         clock.advance(by: .milliseconds(500))
         await reactor.settled(receipt)
-        #expect(recorder.states == [
-            CounterReactor.State(),
-            CounterReactor.State(value: 0, isLoading: true),
-            CounterReactor.State(value: 1, isLoading: true),
-            CounterReactor.State(value: 1, isLoading: false),
-            CounterReactor.State(value: 1, isLoading: false, alertMessage: Pulse(value: "increased!", valueUpdatedCount: 1)),
-        ])
+        #expect(
+            recorder.states == [
+                CounterReactor.State(),
+                CounterReactor.State(value: 0, isLoading: true),
+                CounterReactor.State(value: 1, isLoading: true),
+                CounterReactor.State(value: 1, isLoading: false),
+                CounterReactor.State(value: 1, isLoading: false, alertMessage: Pulse(value: "increased!", valueUpdatedCount: 1)),
+            ])
         #expect(recorder.updates.map(\.version) == [0, 1, 2, 3, 4])
     }
 
@@ -47,7 +49,7 @@ import Testing
         await clock.waitForSleepers(1)
         let second = reactor.send(.updateQuery(query: "nio"))
         #expect(clock.sleeperCount == 0)  // the first search was cancelled at once
-        await clock.waitForSleepers(1)    // and the second one is waiting
+        await clock.waitForSleepers(1)  // and the second one is waiting
         clock.advance(by: .milliseconds(300))
         await reactor.settled(second)
         await reactor.settled(first)
@@ -86,16 +88,22 @@ import Testing
 
     @Test func todoAddsTogglesEditsMovesAndDeletes() {
         let ids = Locked(0)
-        let reactor = TodoReactor { ids.withLock { $0 += 1; return "t\($0)" } }
+        let reactor = TodoReactor {
+            ids.withLock {
+                $0 += 1
+                return "t\($0)"
+            }
+        }
         reactor.send(.add(title: "one"))
         reactor.send(.add(title: "two"))
         reactor.send(.toggle(id: "t1"))
         reactor.send(.edit(id: "t2", title: "TWO"))
         reactor.send(.move(from: 1, to: 0))
-        #expect(reactor.currentState.tasks == [
-            TodoTask(id: "t2", title: "TWO"),
-            TodoTask(id: "t1", title: "one", isDone: true),
-        ])
+        #expect(
+            reactor.currentState.tasks == [
+                TodoTask(id: "t2", title: "TWO"),
+                TodoTask(id: "t1", title: "one", isDone: true),
+            ])
         reactor.send(.delete(id: "t1"))
         #expect(reactor.currentState.tasks.map(\.id) == ["t2"])
     }

@@ -1,5 +1,5 @@
-import Locking
 import Foundation
+import Locking
 import ReactorCore
 import ReactorExamples
 import ReactorTesting
@@ -207,20 +207,22 @@ import Testing
     @Test func anObserverMayOwnAnotherObservationOfItsReactor() async {
         let reactor = ProbeReactor()
         let outer = observeOwningAnotherObservation(reactor)
-        #expect(await finishes {
-            reactor.send(.add(1))
-            outer.cancel()
-            reactor.send(.add(1))
-        }, "the reactor deadlocked letting go of an observer")
+        #expect(
+            await finishes {
+                reactor.send(.add(1))
+                outer.cancel()
+                reactor.send(.add(1))
+            }, "the reactor deadlocked letting go of an observer")
     }
 
     @Test func disposingAReactorWhoseObserverOwnsAnotherObservationOfIt() async {
         let reactor = ProbeReactor()
         let outer = observeOwningAnotherObservation(reactor)
-        #expect(await finishes {
-            reactor.dispose()
-            outer.cancel()
-        }, "the reactor deadlocked letting go of its observers")
+        #expect(
+            await finishes {
+                reactor.dispose()
+                outer.cancel()
+            }, "the reactor deadlocked letting go of its observers")
     }
 
     /// Observes `reactor` with an observer whose closure owns a second observation of it.

@@ -41,10 +41,11 @@ final class ScriptReactor: Reactor {
 
     @Test func mutationsFromAnAsyncSequenceArriveInOrder() async {
         let reactor = ScriptReactor { _, _ in
-            Mutations(AsyncStream { continuation in
-                for item in ["x", "y", "z"] { continuation.yield(item) }
-                continuation.finish()
-            })
+            Mutations(
+                AsyncStream { continuation in
+                    for item in ["x", "y", "z"] { continuation.yield(item) }
+                    continuation.finish()
+                })
         }
         await reactor.settled(reactor.send("go"))
         #expect(reactor.currentState == ["x", "y", "z"])

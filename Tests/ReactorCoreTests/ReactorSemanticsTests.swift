@@ -8,11 +8,12 @@ import Testing
     @Test func hooksRunInReactorKitOrder() {
         let reactor = HookReactor()
         reactor.send(.tap)
-        #expect(reactor.log.all == [
-            "transform(action:)", "transform(mutation:)", "transform(state:)",
-            "state",  // the initial state goes through transform(state:) too
-            "action", "mutate", "mutation", "reduce", "state",
-        ])
+        #expect(
+            reactor.log.all == [
+                "transform(action:)", "transform(mutation:)", "transform(state:)",
+                "state",  // the initial state goes through transform(state:) too
+                "action", "mutate", "mutation", "reduce", "state",
+            ])
         reactor.log.clear()
         reactor.send(.tap)
         #expect(reactor.log.all == ["action", "mutate", "mutation", "reduce", "state"])

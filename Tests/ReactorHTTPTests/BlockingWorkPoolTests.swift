@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
 import Locking
-@testable import ReactorHTTP
 import Synchronization
 import Testing
+
+@testable import ReactorHTTP
 
 @Suite struct BlockingWorkPoolTests {
     /// A job that records that it ran, then blocks until released.
@@ -42,7 +43,8 @@ import Testing
 
     @Test func refusesAJobAtOnceWhenTheQueueIsFull() {
         let pool = BlockingWorkPool(maxThreads: 1, maxQueued: 1)
-        let running = Gate(), queued = Gate()
+        let running = Gate()
+        let queued = Gate()
         pool.submit(running.job(), refuse: { Issue.record("the running job was refused") })
         #expect(running.started.wait(timeout: .now() + 10) == .success)
         pool.submit(queued.job(), refuse: { Issue.record("the queued job was refused") })
@@ -57,15 +59,23 @@ import Testing
 
     @Test func refusesAJobThatWaitedLongerThanItsLimit() {
         let clock = Atomic<UInt64>(0)
-        let pool = BlockingWorkPool(maxThreads: 1, maxQueued: 4, maxQueueWait: .seconds(5),
-                                    now: { clock.load(ordering: .relaxed) })
+        let pool = BlockingWorkPool(
+            maxThreads: 1, maxQueued: 4, maxQueueWait: .seconds(5),
+            now: { clock.load(ordering: .relaxed) })
         let running = Gate()
         pool.submit(running.job(), refuse: { Issue.record("the running job was refused") })
         #expect(running.started.wait(timeout: .now() + 10) == .success)
         let answered = DispatchSemaphore(value: 0)
         let outcome = Locked<String?>(nil)
-        pool.submit({ outcome.withLock { $0 = "ran" }; answered.signal() },
-                    refuse: { outcome.withLock { $0 = "refused" }; answered.signal() })
+        pool.submit(
+            {
+                outcome.withLock { $0 = "ran" }
+                answered.signal()
+            },
+            refuse: {
+                outcome.withLock { $0 = "refused" }
+                answered.signal()
+            })
         clock.store(5_000_000_001, ordering: .relaxed)
         running.release.signal()
         #expect(answered.wait(timeout: .now() + 10) == .success)

@@ -1,8 +1,8 @@
 import Foundation
 import Locking
 import ReactorCore
-import ReactorHosting
 import ReactorHTTP
+import ReactorHosting
 import Testing
 
 /// `POST /reactors {"type":…,"parameters":{…}}`: parameters decoded as the registration's type,
@@ -47,8 +47,10 @@ import Testing
 
     static func registry(recording calls: FactoryCalls) -> ReactorRegistry {
         var registry = ReactorRegistry()
-        registry.register("profile", summary: "a user's profile", exampleActions: [ProfileReactor.Action.greet],
-                          exampleParameters: ProfileParameters(userID: "example")) { (parameters: ProfileParameters, context) in
+        registry.register(
+            "profile", summary: "a user's profile", exampleActions: [ProfileReactor.Action.greet],
+            exampleParameters: ProfileParameters(userID: "example")
+        ) { (parameters: ProfileParameters, context) in
             guard !parameters.userID.isEmpty else { throw Refusal() }
             calls.calls.withLock { $0.append((parameters, context)) }
             return ProfileReactor(userID: parameters.userID)
@@ -63,8 +65,9 @@ import Testing
         let first = inProcessServer(registry: Self.registry(recording: calls)) { $0.store = store }
         try first.start()
         let client = HTTPClient(base: "http://127.0.0.1:\(first.port)")
-        let created = try await client.post("/reactors", #"{"type":"profile","parameters":{"userID":"ada","age":36}}"#,
-                                            headers: ["Idempotency-Key": "create-1"])
+        let created = try await client.post(
+            "/reactors", #"{"type":"profile","parameters":{"userID":"ada","age":36}}"#,
+            headers: ["Idempotency-Key": "create-1"])
         #expect(created.status == 201)
         let id = try #require(created.json["id"] as? String)
         #expect((created.json["state"] as? [String: Any])?["userID"] as? String == "ada")

@@ -95,19 +95,22 @@ struct EventStreamTests {
         for _ in 0..<5 { _ = try await client.post("/reactors/\(id)/actions", #""increase""#) }
         // A 202 means queued: resume once the fifth action's last version is published.
         try await EventStreamClient.waitUntilPublished(20, url: "\(server.base)/reactors/\(id)/events")
-        let resumed = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
-                                            headers: ["Last-Event-ID": "2"])
+        let resumed = try EventStreamClient(
+            url: "\(server.base)/reactors/\(id)/events",
+            headers: ["Last-Event-ID": "2"])
         let events = await resumed.wait { !$0.isEmpty }
         #expect(events.compactMap(\.version) == [20])
 
-        let fromTheFuture = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
-                                                  headers: ["Last-Event-ID": "999"])
+        let fromTheFuture = try EventStreamClient(
+            url: "\(server.base)/reactors/\(id)/events",
+            headers: ["Last-Event-ID": "999"])
         let snapshot = await fromTheFuture.wait { !$0.isEmpty }
         #expect(snapshot.compactMap(\.version) == [20])
 
         // The largest version there is: a snapshot too (it used to overflow and stop the server).
-        let fromTheEnd = try EventStreamClient(url: "\(server.base)/reactors/\(id)/events",
-                                               headers: ["Last-Event-ID": String(UInt64.max)])
+        let fromTheEnd = try EventStreamClient(
+            url: "\(server.base)/reactors/\(id)/events",
+            headers: ["Last-Event-ID": String(UInt64.max)])
         let last = await fromTheEnd.wait { !$0.isEmpty }
         #expect(last.compactMap(\.version) == [20])
         #expect(try await client.get("/healthz").status == 200)

@@ -1,9 +1,10 @@
 import Foundation
 import MicroHTTP
 import ReactorExamples
-import Synchronization
 import ReactorHosting
+import Synchronization
 import Testing
+
 @testable import ReactorHTTP
 
 /// Idle expiry with injected time: a real server in this process, its clock moved by the test.
@@ -32,7 +33,8 @@ import Testing
 
     /// A counter on `server` with one event stream that has received its first state.
     func counterWithStream(on server: ReactorServer) async throws
-        -> (client: HTTPClient, id: String, stream: EventStreamClient) {
+        -> (client: HTTPClient, id: String, stream: EventStreamClient)
+    {
         let base = "http://127.0.0.1:\(server.port)"
         let client = HTTPClient(base: base)
         let id = try await client.create("counter")

@@ -3,9 +3,10 @@ import Logging
 import MicroHTTP
 import ReactorCore
 import ReactorExamples
-import Synchronization
 import ReactorHosting
+import Synchronization
 import Testing
+
 @testable import ReactorHTTP
 
 /// A reactor whose mutations misbehave on purpose: they throw, never end, or loop.

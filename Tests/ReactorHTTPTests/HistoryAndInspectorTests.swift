@@ -1,6 +1,7 @@
 import Foundation
-@testable import ReactorHTTP
 import Testing
+
+@testable import ReactorHTTP
 
 /// `GET /reactors/{id}/history` (the kept versions with the action that produced each) and the
 /// inspector's embedded pages, through the router in-process.

@@ -88,9 +88,11 @@ struct LimitsAndErrorsTests {
         #expect(other.header("Access-Control-Allow-Origin") == nil)
 
         let id = try await client.create("counter")
-        let preflight = try await client.send("OPTIONS", "/reactors/\(id)/actions", headers: [
-            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-        ])
+        let preflight = try await client.send(
+            "OPTIONS", "/reactors/\(id)/actions",
+            headers: [
+                "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            ])
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
         #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example")

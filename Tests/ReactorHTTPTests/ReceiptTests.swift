@@ -1,6 +1,7 @@
 import ReactorCore
 import ReactorHosting
 import Testing
+
 @testable import ReactorHTTP
 
 /// How much more than asked an exact allocation may hold: glibc rounds a request up to 16 bytes

@@ -1,6 +1,7 @@
 import Foundation
-@testable import ReactorHTTP
 import Testing
+
+@testable import ReactorHTTP
 
 @Suite struct RequestStatisticsTests {
     @Test func durationsFallInTheFirstBucketWhoseBoundTheyDoNotExceed() {
@@ -23,7 +24,8 @@ import Testing
         let statistics = RequestStatistics()
         let get = statistics.route("/r", method: "GET")
         let delete = statistics.route("/r", method: "DELETE")
-        let threads = 8, each = 1_000
+        let threads = 8
+        let each = 1_000
         runOnThreads(threads) { thread in
             for _ in 0..<each {
                 get.requestFinished(status: thread == 0 ? 418 : 200, nanoseconds: 1_000)
@@ -43,7 +45,8 @@ import Testing
     @Test func threadsPastThePrivateLimitShareOneShardAndNothingIsLost() {
         let statistics = RequestStatistics(privateShardLimit: 2)
         let route = statistics.route("/r", method: "GET")
-        let threads = 12, each = 2_000
+        let threads = 12
+        let each = 2_000
         runOnThreads(threads) { _ in
             for _ in 0..<each { route.requestFinished(status: 200, nanoseconds: 1_000) }
         }

@@ -1,7 +1,8 @@
 import Foundation
 import ReactorCore
-@testable import ReactorHTTP
 import Testing
+
+@testable import ReactorHTTP
 
 /// Every route and every error, through the service's router in-process (`RouterClient`); what
 /// only the wire shows is in `WireTests`.
@@ -64,8 +65,9 @@ import Testing
         let first = await client.post("/reactors/\(id)/actions", #""increase""#)
         #expect(first.status == 202)
         #expect(first.json["seq"] as? Int == 1)
-        let second = await client.post("/reactors/\(id)/actions", #""increase""#,
-                                           headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        let second = await client.post(
+            "/reactors/\(id)/actions", #""increase""#,
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
         #expect(second.json["seq"] as? Int == 2)
         // A 202 means queued: read the state once the second action has settled.
         let instance = try #require(client.service.table.instance(id))
@@ -111,8 +113,9 @@ import Testing
             let reply = await client.post("/reactors/\(id)/actions", body)
             #expect(reply.status == 400, "body \(body.debugDescription)")
         }
-        let wrongType = await client.post("/reactors/\(id)/actions", #""increase""#,
-                                              headers: ["Content-Type": "text/plain"])
+        let wrongType = await client.post(
+            "/reactors/\(id)/actions", #""increase""#,
+            headers: ["Content-Type": "text/plain"])
         #expect(wrongType.status == 415)
 
         let state = await client.get("/reactors/\(id)")

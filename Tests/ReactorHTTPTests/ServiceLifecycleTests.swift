@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import MicroHTTP
 import ReactorExamples
-import ReactorHosting
 import ReactorHTTP
+import ReactorHosting
 import ServiceLifecycle
 import Testing
 

@@ -3,8 +3,8 @@ import InMemoryTracing
 import Logging
 import MicroHTTP
 import ReactorExamples
-import ReactorHosting
 import ReactorHTTP
+import ReactorHosting
 import Testing
 import Tracing
 
@@ -30,9 +30,12 @@ import Tracing
         await stream.wait { $0.contains { $0.version == 0 } }
 
         // The request continues a trace its caller started (the tracer's own propagation keys).
-        let reply = try await client.post("/reactors/\(id)/actions?wait=true", #""increase""#,
-                                          headers: [InMemoryTracer.traceIDKey: "trace-from-caller",
-                                                    InMemoryTracer.spanIDKey: "caller-span"])
+        let reply = try await client.post(
+            "/reactors/\(id)/actions?wait=true", #""increase""#,
+            headers: [
+                InMemoryTracer.traceIDKey: "trace-from-caller",
+                InMemoryTracer.spanIDKey: "caller-span",
+            ])
         #expect(reply.status == 200)
         let events = await stream.wait { $0.contains { $0.version == 4 } }
         #expect(events.last?.version == 4)

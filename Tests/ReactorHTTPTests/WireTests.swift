@@ -60,8 +60,10 @@ struct WireTests {
 
         let route = #"route="/reactors/{id}""#
         #expect(values["http_request_duration_seconds_count{\(route)}"] == Double(gets))
-        let bounds = ["0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
-                      "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf"]
+        let bounds = [
+            "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+            "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf",
+        ]
         let buckets = bounds.compactMap { values["http_request_duration_seconds_bucket{\(route),le=\"\($0)\"}"] }
         #expect(buckets.count == bounds.count)
         #expect(buckets == buckets.sorted())  // cumulative

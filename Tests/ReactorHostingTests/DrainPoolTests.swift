@@ -1,18 +1,23 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import Locking
 import ReactorCore
-@testable import ReactorHosting
 import Synchronization
 import TestSupport
 import Testing
 
+@testable import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Adds numbers; `.hold` blocks inside `mutate` until its gate opens, as a `mutate` that loops
 /// or blocks would.
 final class GatedReactor: Reactor {
-    enum Action: Codable, Sendable { case add(Int), hold }
+    enum Action: Codable, Sendable {
+        case add(Int)
+        case hold
+    }
     typealias Mutation = Action
     struct State: Codable, Sendable, Equatable { var total = 0, applied: [Int] = [] }
 
@@ -69,7 +74,8 @@ private func eventually(_ condition: () -> Bool) async throws {
         defer { pool.shutdown() }
         let reactors = (0..<4).map { _ in GatedReactor() }
         for reactor in reactors { reactor.applyActions(on: pool) }
-        let senders = 8, perSender = 500
+        let senders = 8
+        let perSender = 500
         await withTaskGroup(of: Void.self) { group in
             for sender in 0..<senders {
                 group.addTask {
@@ -106,10 +112,11 @@ private func eventually(_ condition: () -> Bool) async throws {
         // Sent from a thread of its own: were the sender to apply the action, `send` would
         // not return until the gate opened, and the wait for it would time out.
         let sender = Locked("")
-        #expect(await finishes {
-            sender.withLock { $0 = currentThreadName() }
-            reactor.send(.hold)
-        }, "send did not return while mutate was blocked")
+        #expect(
+            await finishes {
+                sender.withLock { $0 = currentThreadName() }
+                reactor.send(.hold)
+            }, "send did not return while mutate was blocked")
         let queued = reactor.send(.add(7))
         #expect(await wait(for: reactor.holding))
         #expect(reactor.currentState.total == 0)
@@ -123,7 +130,8 @@ private func eventually(_ condition: () -> Bool) async throws {
     @Test func aStalledTurnIsReplacedAndDoesNotHoldUpOtherReactors() async throws {
         let pool = DrainPool(size: 1, maximumThreads: 4, stallTimeout: nil)
         defer { pool.shutdown() }
-        let stuck = GatedReactor(), other = GatedReactor()
+        let stuck = GatedReactor()
+        let other = GatedReactor()
         let reports = Locked<[Bool]>([])
         stuck.applyActions(on: pool) { stalled in reports.withLock { $0.append(stalled) } }
         other.applyActions(on: pool)
@@ -159,7 +167,9 @@ private func eventually(_ condition: () -> Bool) async throws {
         // One thread taking work, at most two: the second stall gets no replacement.
         let pool = DrainPool(size: 1, maximumThreads: 2, stallTimeout: nil)
         defer { pool.shutdown() }
-        let first = GatedReactor(), second = GatedReactor(), other = GatedReactor()
+        let first = GatedReactor()
+        let second = GatedReactor()
+        let other = GatedReactor()
         for reactor in [first, second, other] { reactor.applyActions(on: pool) }
 
         let firstQueued = first.send(.hold)

@@ -10,11 +10,13 @@ final class HookedStore: SessionStore {
     private let loaded: @Sendable (StoredSession?) -> StoredSession?
     private let beforeDeleteIdle: @Sendable () -> Void
 
-    init(_ store: InMemorySessionStore,
-         beforeCommit: @escaping @Sendable ([SessionWrite]) throws(SessionStoreError) -> Void = { _ in },
-         beforeLoad: @escaping @Sendable () -> Void = {},
-         loaded: @escaping @Sendable (StoredSession?) -> StoredSession? = { $0 },
-         beforeDeleteIdle: @escaping @Sendable () -> Void = {}) {
+    init(
+        _ store: InMemorySessionStore,
+        beforeCommit: @escaping @Sendable ([SessionWrite]) throws(SessionStoreError) -> Void = { _ in },
+        beforeLoad: @escaping @Sendable () -> Void = {},
+        loaded: @escaping @Sendable (StoredSession?) -> StoredSession? = { $0 },
+        beforeDeleteIdle: @escaping @Sendable () -> Void = {}
+    ) {
         self.store = store
         self.beforeCommit = beforeCommit
         self.beforeLoad = beforeLoad

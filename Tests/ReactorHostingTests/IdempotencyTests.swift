@@ -4,6 +4,7 @@ import Logging
 import ReactorCore
 import ReactorExamples
 import Testing
+
 @testable import ReactorHosting
 
 /// Idempotency keys: an action retried with the key of its first attempt is answered as that
@@ -18,8 +19,9 @@ import Testing
         var configuration = HostingConfiguration()
         configuration.store = store
         configuration.durability = .sync
-        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                           errorEvent: { _ in [] })
+        return ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
     }
 
     private let increase = Array(#""increase""#.utf8)
@@ -73,7 +75,8 @@ import Testing
         // The action seq 3 was sent with the key, applied and settled before a restart.
         _ = try store.commit([
             .create(id: id, type: "counter", state: state, lastActivity: 0),
-            .accept(id: id, seq: 3, action: increase, key: RememberedKey(key: "before", seq: 3, digest: RememberedKey.digest(of: increase))),
+            .accept(
+                id: id, seq: 3, action: increase, key: RememberedKey(key: "before", seq: 3, digest: RememberedKey.digest(of: increase))),
             .version(id: id, version: 4, state: state, startedThrough: 3, producedBy: 3, lastActivity: 0),
             .settle(id: id, seq: 3),
         ])

@@ -4,6 +4,7 @@ import ReactorCore
 import Synchronization
 import Testing
 import Tracing
+
 @testable import ReactorHosting
 
 /// The instance table: ids map to keys without loss, and the limit holds across its shards.
@@ -26,9 +27,11 @@ import Tracing
         #expect(InstanceKey(String(id)) == key)
     }
 
-    @Test(arguments: ["", "short", String(repeating: "A", count: 21), String(repeating: "A", count: 23),
-                      String(repeating: "A", count: 21) + "+", String(repeating: "A", count: 21) + "=",
-                      String(repeating: "A", count: 21) + "é", "AAAAAAAAAA/AAAAAAAAAAA"])
+    @Test(arguments: [
+        "", "short", String(repeating: "A", count: 21), String(repeating: "A", count: 23),
+        String(repeating: "A", count: 21) + "+", String(repeating: "A", count: 21) + "=",
+        String(repeating: "A", count: 21) + "é", "AAAAAAAAAA/AAAAAAAAAAA",
+    ])
     func anythingButTwentyTwoAlphabetCharactersHasNoKey(_ text: String) {
         #expect(InstanceKey(text) == nil)
     }
@@ -95,7 +98,8 @@ private final class FakeInstance: HostedInstance {
         throw HostingError.invalidAction("none taken")
     }
     func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
-        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool) {
+        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool)
+    {
         throw HostingError.invalidAction("none taken")
     }
     func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }

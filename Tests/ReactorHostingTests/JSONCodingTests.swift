@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ReactorHosting
 
 @Suite struct JSONCodingTests {
@@ -17,5 +18,5 @@ import Testing
             let text = try JSONDecoder().decode(String.self, from: Data(bytes))
             #expect(text.hasPrefix("state could not be encoded: "))
         }
-}
+    }
 }

@@ -5,6 +5,7 @@ import Logging
 import ReactorCore
 import ReactorExamples
 import Testing
+
 @testable import ReactorHosting
 
 /// With async durability a process shows versions before the store has them: what bounds them,
@@ -18,8 +19,10 @@ import Testing
         Array(#"{"alertMessage":{"count":0,"value":null},"isLoading":\#(isLoading),"value":\#(value)}"#.utf8)
     }
 
-    private func makeHost(store: any SessionStore, durability: Durability,
-                          clock: Locked<UInt64> = Locked(1_000_000_000)) -> ReactorHost {
+    private func makeHost(
+        store: any SessionStore, durability: Durability,
+        clock: Locked<UInt64> = Locked(1_000_000_000)
+    ) -> ReactorHost {
         var registry = ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
         var configuration = HostingConfiguration()
@@ -28,8 +31,9 @@ import Testing
         configuration.historyCapacity = 16
         configuration.passivateAfter = .seconds(60)
         configuration.now = { clock.withLock { $0 } }
-        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                           errorEvent: { _ in [] })
+        return ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
     }
 
     private func committed(_ host: ReactorHost) async {
@@ -45,9 +49,10 @@ import Testing
     @Test func asyncWritesAreAcknowledgedAtOnceOnlyWhileTheQueueHasRoom() async throws {
         let gated = CommitGate()
         let full = Locked(0)
-        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass),
-                                       durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"),
-                                       observer: StoreObserver(queueFull: { full.withLock { $0 += 1 } }))
+        let committer = GroupCommitter(
+            store: HookedStore(store, beforeCommit: gated.pass),
+            durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"),
+            observer: StoreObserver(queueFull: { full.withLock { $0 += 1 } }))
         defer {
             gated.open()
             committer.stop()
@@ -77,8 +82,9 @@ import Testing
 
     @Test func aSessionsWritesAfterOneThatWaitsWaitTooAndOtherSessionsDoNot() async throws {
         let gated = CommitGate()
-        let committer = GroupCommitter(store: HookedStore(store, beforeCommit: gated.pass),
-                                       durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"))
+        let committer = GroupCommitter(
+            store: HookedStore(store, beforeCommit: gated.pass),
+            durability: .async(flushInterval: .seconds(3600)), logger: Logger(label: "test"))
         defer {
             gated.open()
             committer.stop()
@@ -203,9 +209,15 @@ import Testing
             .version(id: id, version: 1, state: state(value: 0, isLoading: true), startedThrough: 1, producedBy: 1, lastActivity: 0),
         ])
         // As a restore leaves it: the replaced store had reached version 9.
-        let restored = HookedStore(store, loaded: { stored in
-            stored.map { var session = $0; session.shownThrough = 9; return session }
-        })
+        let restored = HookedStore(
+            store,
+            loaded: { stored in
+                stored.map {
+                    var session = $0
+                    session.shownThrough = 9
+                    return session
+                }
+            })
         let host = makeHost(store: restored, durability: .sync)
         defer { host.shutdown() }
         let instance = try #require(try host.instance(id: id))
@@ -226,9 +238,11 @@ import Testing
             .version(id: id, version: 1, state: state(value: 0, isLoading: true), startedThrough: 1, producedBy: 1, lastActivity: 0),
         ])
         // The commit of the skip never happens: the store refuses every write, as a dead disk would.
-        let refusing = HookedStore(store, beforeCommit: { (_: [SessionWrite]) throws(SessionStoreError) in
-            throw SessionStoreError(.unavailable, "refused")
-        })
+        let refusing = HookedStore(
+            store,
+            beforeCommit: { (_: [SessionWrite]) throws(SessionStoreError) in
+                throw SessionStoreError(.unavailable, "refused")
+            })
         let first = makeHost(store: refusing, durability: .async(flushInterval: .seconds(3600)))
         let shown = try #require(try first.instance(id: id)).timeline.latest
         first.shutdown()

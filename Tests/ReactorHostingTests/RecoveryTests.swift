@@ -4,6 +4,7 @@ import Logging
 import ReactorCore
 import ReactorExamples
 import Testing
+
 @testable import ReactorHosting
 
 /// How a host brings stored sessions back: the stored session is written as a crash would have
@@ -19,8 +20,9 @@ import Testing
         configuration.store = store
         configuration.durability = durability
         configuration.historyCapacity = 16
-        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                           errorEvent: { Array("error \($0.actionSequence ?? 0)".utf8) })
+        return ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { Array("error \($0.actionSequence ?? 0)".utf8) })
     }
 
     private func state(value: Int, isLoading: Bool, alerts: Int = 0) -> [UInt8] {
@@ -66,8 +68,10 @@ import Testing
             .accept(id: "BBBBBBBBBBBBBBBBBBBBBB", seq: 1, action: Array(#""increase""#.utf8)),
         ]
         for version in 1...kept {
-            writes.append(.version(id: "BBBBBBBBBBBBBBBBBBBBBB", version: UInt64(version), state: states[version - 1],
-                                   startedThrough: 1, producedBy: 1, lastActivity: 0))
+            writes.append(
+                .version(
+                    id: "BBBBBBBBBBBBBBBBBBBBBB", version: UInt64(version), state: states[version - 1],
+                    startedThrough: 1, producedBy: 1, lastActivity: 0))
         }
         _ = try store.commit(writes)
         let host = makeHost()
@@ -104,8 +108,10 @@ import Testing
 
     /// A search session stored as a crash left it: `stored`, then `action` (seq 1) started, with
     /// its first mutation's state `cutOff` kept. Activates it and waits for the recovery hook.
-    private func recoverSearch(_ id: String, stored: [UInt8], action: String, cutOff: [UInt8],
-                               host: ReactorHost) async throws -> (any HostedInstance, SearchReactor.State) {
+    private func recoverSearch(
+        _ id: String, stored: [UInt8], action: String, cutOff: [UInt8],
+        host: ReactorHost
+    ) async throws -> (any HostedInstance, SearchReactor.State) {
         _ = try store.commit([
             .create(id: id, type: "search", state: stored, lastActivity: 0),
             .accept(id: id, seq: 1, action: Array(action.utf8)),
@@ -137,13 +143,15 @@ import Testing
     }
 
     @Test func aSearchCutOffBeforeItsResultsSearchesItsQueryAgain() async throws {
-        let swift = searchPages("swift"), grdb = searchPages("grdb")
+        let swift = searchPages("swift")
+        let grdb = searchPages("grdb")
         try #require(!grdb.isEmpty)
         let host = makeHost()
         defer { host.shutdown() }
         let (_, recovered) = try await recoverSearch(
             "JJJJJJJJJJJJJJJJJJJJJJ", stored: try searchState("swift", results: swift[0], nextPage: 2, loading: false),
-            action: #"{"updateQuery":{"query":"grdb"}}"#, cutOff: try searchState("grdb", results: swift[0], nextPage: 2, loading: false), host: host)
+            action: #"{"updateQuery":{"query":"grdb"}}"#, cutOff: try searchState("grdb", results: swift[0], nextPage: 2, loading: false),
+            host: host)
         #expect(recovered.query == "grdb")
         #expect(recovered.results == grdb[0])
         #expect(recovered.nextPage == (grdb.count > 1 ? 2 : nil))
@@ -155,8 +163,9 @@ import Testing
         _ = try store.commit([
             .create(id: "EEEEEEEEEEEEEEEEEEEEEE", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
             .accept(id: "EEEEEEEEEEEEEEEEEEEEEE", seq: 1, action: Array(#""increase""#.utf8)),
-            .version(id: "EEEEEEEEEEEEEEEEEEEEEE", version: 1, state: state(value: 0, isLoading: true),
-                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+            .version(
+                id: "EEEEEEEEEEEEEEEEEEEEEE", version: 1, state: state(value: 0, isLoading: true),
+                startedThrough: 1, producedBy: 1, lastActivity: 0),
         ])
         let host = makeHost()
         defer { host.shutdown() }
@@ -175,10 +184,12 @@ import Testing
     @Test func aRestoredInstanceResumesItsVersionsAndReplaysItsStoredHistory() async throws {
         _ = try store.commit([
             .create(id: "CCCCCCCCCCCCCCCCCCCCCC", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
-            .version(id: "CCCCCCCCCCCCCCCCCCCCCC", version: 1, state: state(value: 0, isLoading: true),
-                     startedThrough: 1, producedBy: 1, lastActivity: 0),
-            .version(id: "CCCCCCCCCCCCCCCCCCCCCC", version: 2, state: state(value: 1, isLoading: true),
-                     startedThrough: 1, producedBy: 1, lastActivity: 0),
+            .version(
+                id: "CCCCCCCCCCCCCCCCCCCCCC", version: 1, state: state(value: 0, isLoading: true),
+                startedThrough: 1, producedBy: 1, lastActivity: 0),
+            .version(
+                id: "CCCCCCCCCCCCCCCCCCCCCC", version: 2, state: state(value: 1, isLoading: true),
+                startedThrough: 1, producedBy: 1, lastActivity: 0),
         ])
         let host = makeHost()
         defer { host.shutdown() }
@@ -203,8 +214,9 @@ import Testing
         configuration.durability = .async(flushInterval: .seconds(3600))
         configuration.passivateAfter = .seconds(60)
         configuration.now = { clock.withLock { $0 } }
-        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                               errorEvent: { _ in [] })
+        let host = ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
         defer { host.shutdown() }
         let (instance, ticket) = try host.create(try #require(host.registry.type(named: "counter")))
         #expect(ticket == nil)
@@ -231,8 +243,9 @@ import Testing
         configuration.store = store
         configuration.idleTimeout = idleTimeout
         configuration.wallClock = { wallClock.withLock { $0 } }
-        return ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                           errorEvent: { _ in [] })
+        return ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
     }
 
     @Test func aSessionActivatedWhileTheStoreExpiresItLeavesMemoryToo() throws {
@@ -288,8 +301,9 @@ import Testing
         registry.register("counter") { CounterReactor(delay: .zero) }
         var configuration = HostingConfiguration()
         configuration.store = HookedStore(store, beforeLoad: slow.arrive)
-        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                               errorEvent: { _ in [] })
+        let host = ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
         defer { host.shutdown() }
         async let first = Task.detached { try host.instance(id: id) }.value
         async let second = Task.detached { try host.instance(id: id) }.value
@@ -313,19 +327,22 @@ import Testing
         var configuration = HostingConfiguration()
         configuration.store = recording
         configuration.reactorThreads = 0
-        let host = ReactorHost(registry: registry, configuration: configuration, logger: Logger(label: "test"),
-                               errorEvent: { _ in [] })
+        let host = ReactorHost(
+            registry: registry, configuration: configuration, logger: Logger(label: "test"),
+            errorEvent: { _ in [] })
         defer { host.shutdown() }
         let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
         _ = try await settledState(host, instance.id, after: [receipt.sequence])
         let writes = committed.withLock { $0 }
-        let accepted = try #require(writes.firstIndex {
-            if case .accept(_, let seq, _, _) = $0 { seq == receipt.sequence } else { false }
-        })
-        let produced = try #require(writes.firstIndex {
-            if case .version(_, _, _, _, let producedBy, _) = $0 { producedBy == receipt.sequence } else { false }
-        })
+        let accepted = try #require(
+            writes.firstIndex {
+                if case .accept(_, let seq, _, _) = $0 { seq == receipt.sequence } else { false }
+            })
+        let produced = try #require(
+            writes.firstIndex {
+                if case .version(_, _, _, _, let producedBy, _) = $0 { producedBy == receipt.sequence } else { false }
+            })
         #expect(accepted < produced)
     }
 

@@ -1,6 +1,7 @@
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ReactorHosting
 
 /// The ring of published states behind a timeline: what it replays, what it drops, and that
@@ -108,8 +109,8 @@ import Testing
     }
 }
 
-private extension UInt64 {
-    func saturatingSubtract(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
+extension UInt64 {
+    fileprivate func saturatingSubtract(_ other: UInt64) -> UInt64 { self > other ? self - other : 0 }
 }
 
 /// How many probes' tokens are alive.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ReactorHosting
 
 /// The timeline's subscriber bookkeeping (streams leave in any order, each exactly once) and its

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import ReactorHosting
 
 /// Decoding states stored by an earlier build of a reactor: missing keys come from the initial
@@ -24,12 +25,14 @@ import Testing
         }
     }
 
-    private let initial = Board(name: "", tasks: [Task(title: "", done: false, tags: ["new"])],
-                                owner: .init(login: "nobody", isAdmin: false), views: 0, ratio: 1)
+    private let initial = Board(
+        name: "", tasks: [Task(title: "", done: false, tags: ["new"])],
+        owner: .init(login: "nobody", isAdmin: false), views: 0, ratio: 1)
 
     private func decode(_ json: String) throws(HostingError) -> StoredStateDecoding.Decoded<Board> {
-        try StoredStateDecoding.decode(Board.self, stored: Array(json.utf8),
-                                       initialState: try! JSONCoding.encode(initial))
+        try StoredStateDecoding.decode(
+            Board.self, stored: Array(json.utf8),
+            initialState: try! JSONCoding.encode(initial))
     }
 
     @Test func aStateThatDecodesIsTakenAsItIs() throws {
@@ -40,20 +43,31 @@ import Testing
 
     @Test func missingKeysAreFilledAtTheirPlaceAndTheRestIsKeptExactly() throws {
         let decoded = try decode(#"{"name":"a","owner":{"login":"x"},"ratio":0.1,"tasks":[{"title":"t"}],"views":9007199254740993}"#)
-        #expect(decoded.state == Board(name: "a", tasks: [Task(title: "t", done: false, tags: ["new"])],
-                                       owner: .init(login: "x", isAdmin: false), views: 9_007_199_254_740_993, ratio: 0.1))
+        #expect(
+            decoded.state
+                == Board(
+                    name: "a", tasks: [Task(title: "t", done: false, tags: ["new"])],
+                    owner: .init(login: "x", isAdmin: false), views: 9_007_199_254_740_993, ratio: 0.1))
         #expect(Set(decoded.filledKeys) == ["owner.isAdmin", "tasks.[0].done", "tasks.[0].tags"])
     }
 
     @Test func aKeyTheInitialStateHasNoPlaceForIsNotInvented() {
         // The initial state has one task: nothing to take a second task's `done` from.
-        #expect(throws: HostingError.storedSessionIncompatible("the stored state does not decode as the type's State: missing field 'done' at 'tasks.[1]'")) {
-            _ = try decode(#"{"name":"a","owner":{"isAdmin":false,"login":"x"},"ratio":1,"tasks":[{"done":true,"tags":[],"title":"t"},{"tags":[],"title":"u"}],"views":1}"#)
+        #expect(
+            throws: HostingError.storedSessionIncompatible(
+                "the stored state does not decode as the type's State: missing field 'done' at 'tasks.[1]'")
+        ) {
+            _ = try decode(
+                #"{"name":"a","owner":{"isAdmin":false,"login":"x"},"ratio":1,"tasks":[{"done":true,"tags":[],"title":"t"},{"tags":[],"title":"u"}],"views":1}"#
+            )
         }
     }
 
     @Test func aChangedTypeIsNotBridged() {
-        #expect(throws: HostingError.storedSessionIncompatible("the stored state does not decode as the type's State: wrong type at 'views': expected an integer")) {
+        #expect(
+            throws: HostingError.storedSessionIncompatible(
+                "the stored state does not decode as the type's State: wrong type at 'views': expected an integer")
+        ) {
             _ = try decode(#"{"name":"a","owner":{"isAdmin":false,"login":"x"},"ratio":1,"tasks":[],"views":"many"}"#)
         }
     }

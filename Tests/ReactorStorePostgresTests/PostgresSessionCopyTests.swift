@@ -5,12 +5,15 @@ import ReactorHosting
 import ReactorStoreSQLite
 import StoreTestSupport
 import Testing
+
 @testable import ReactorStorePostgres
 
 /// `reactor-server copy` to and from PostgreSQL, against a real server (`make test` starts one and
 /// passes its URL in `REACTOR_TEST_POSTGRES`). Each test copies into databases of its own.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["REACTOR_TEST_POSTGRES"] != nil,
-                "needs REACTOR_TEST_POSTGRES (make test starts a server)"))
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment["REACTOR_TEST_POSTGRES"] != nil,
+        "needs REACTOR_TEST_POSTGRES (make test starts a server)"))
 struct PostgresSessionCopyTests {
     private let server = PostgresLocation(url: ProcessInfo.processInfo.environment["REACTOR_TEST_POSTGRES"] ?? "")!
     private let logger = Logger(label: "test")
@@ -150,7 +153,8 @@ struct PostgresSessionCopyTests {
         try destination.add(try sqlite.export(ids: Array(ids.prefix(10))))
 
         // As a restarted database or a dropped network would.
-        try await run("""
+        try await run(
+            """
             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
             WHERE datname = '\(database.database)' AND pid <> pg_backend_pid()
             """, on: server)
@@ -200,16 +204,20 @@ struct PostgresSessionCopyTests {
         let backedUp = try node.export(ids: ids)
         // After the backup: session 1 goes on to version 10, and a new session is made.
         _ = try node.load(id: ids[1])
-        _ = try node.commit([.version(id: ids[1], version: 10, state: Array("10".utf8), startedThrough: 1, producedBy: 0, lastActivity: 9),
-                             .release(id: ids[1])])
+        _ = try node.commit([
+            .version(id: ids[1], version: 10, state: Array("10".utf8), startedThrough: 1, producedBy: 0, lastActivity: 9),
+            .release(id: ids[1]),
+        ])
         let later = try SampleSessions.write(1, into: node)[0]
 
         let source = try SQLiteBackupSource(path: backup, historyCapacity: 8)
         defer { source.close() }
         let aside = backup + ".replaced"
-        let restore = try PostgresSessionImport(location: database, replacing: true, keepingReplacedIn: { () throws(SessionStoreError) in
-            try SQLiteSessionImport(path: aside)
-        })
+        let restore = try PostgresSessionImport(
+            location: database, replacing: true,
+            keepingReplacedIn: { () throws(SessionStoreError) in
+                try SQLiteSessionImport(path: aside)
+            })
         #expect(try SessionCopy.copy(from: source, into: restore).sessions == 3)
 
         #expect(restore.wentBack == 2)
@@ -227,8 +235,9 @@ struct PostgresSessionCopyTests {
         #expect(restored == expected)
         // The backup file is as it was: read through a copy, removed with it.
         source.close()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: URL(fileURLWithPath: backup).deletingLastPathComponent().path)
-            .filter { $0.contains("reading") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: URL(fileURLWithPath: backup).deletingLastPathComponent().path)
+                .filter { $0.contains("reading") }.isEmpty)
     }
 
     @Test func aRestoreIsRefusedWhileANodeServesASessionAndChangesNothing() async throws {

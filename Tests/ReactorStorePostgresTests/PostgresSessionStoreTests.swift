@@ -5,6 +5,7 @@ import PostgresNIO
 import ReactorHosting
 import Synchronization
 import Testing
+
 @testable import ReactorStorePostgres
 
 /// The test server's URL, from `make test`.
@@ -29,8 +30,10 @@ struct PostgresSessionStoreTests {
     /// Two new counters, both claimed by `store`.
     private func twoCountersClaimed(by store: PostgresSessionStore) throws -> (String, String) {
         let (first, second) = (newID(), newID())
-        _ = try store.commit([.create(id: first, type: "counter", state: bytes("0"), lastActivity: 0),
-                              .create(id: second, type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try store.commit([
+            .create(id: first, type: "counter", state: bytes("0"), lastActivity: 0),
+            .create(id: second, type: "counter", state: bytes("0"), lastActivity: 0),
+        ])
         _ = try store.load(id: first)
         _ = try store.load(id: second)
         return (first, second)
@@ -48,8 +51,9 @@ struct PostgresSessionStoreTests {
     private func connect(to database: String? = nil) async throws -> PostgresConnection {
         var target = location
         if let database { target.database = database }
-        return try await PostgresConnection.connect(configuration: target.connectionConfiguration, id: 1,
-                                                    logger: Logger(label: "test"))
+        return try await PostgresConnection.connect(
+            configuration: target.connectionConfiguration, id: 1,
+            logger: Logger(label: "test"))
     }
 
     /// Runs `sql` on its own connection, as an operator (or a lapsed clock) would.
@@ -74,8 +78,10 @@ struct PostgresSessionStoreTests {
         writes = []
         for version in 1...10 as ClosedRange<UInt64> {
             writes.append(.accept(id: id, seq: version, action: bytes("\"a\(version)\"")))
-            writes.append(.version(id: id, version: version, state: bytes("\(version)"), startedThrough: version,
-                                   producedBy: version, lastActivity: 100 + Int64(version)))
+            writes.append(
+                .version(
+                    id: id, version: version, state: bytes("\(version)"), startedThrough: version,
+                    producedBy: version, lastActivity: 100 + Int64(version)))
             if version < 9 { writes.append(.settle(id: id, seq: version)) }
             // Several batches, so that history chunks are trimmed as versions pass the capacity.
             if version % 4 == 0 {
@@ -92,8 +98,11 @@ struct PostgresSessionStoreTests {
         #expect(loaded.lastActivity == 110)
         #expect(loaded.history.map(\.version) == [8, 9, 10])
         #expect(loaded.history.map(\.state) == ["8", "9", "10"].map(bytes))
-        #expect(loaded.pendingActions == [PendingAction(seq: 9, action: bytes("\"a9\""), producedVersions: 1),
-                                          PendingAction(seq: 10, action: bytes("\"a10\""), producedVersions: 1)])
+        #expect(
+            loaded.pendingActions == [
+                PendingAction(seq: 9, action: bytes("\"a9\""), producedVersions: 1),
+                PendingAction(seq: 10, action: bytes("\"a10\""), producedVersions: 1),
+            ])
         #expect(try store.contains(id: id))
         #expect(try store.load(id: newID()) == nil)
         _ = try store.commit([.delete(id: id)])
@@ -103,7 +112,10 @@ struct PostgresSessionStoreTests {
 
     @Test func aNewSessionIsUnclaimedAndTheFirstNodeToLoadItOwnsIt() throws {
         let (a, b) = (try node("a"), try node("b"))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let id = newID()
         _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
         // Created on a, first asked for on b: b claims it.
@@ -121,7 +133,10 @@ struct PostgresSessionStoreTests {
 
     @Test func aNodeWhoseSessionWasClaimedElsewhereWritesNothingOfIt() async throws {
         let (a, b) = (try node("a"), try node("b"))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let (id, other) = try twoCountersClaimed(by: a)
         // a's lease on `id` lapses (a paused process, a partition), and b claims it.
         try await execute("UPDATE reactor_sessions SET lease_until = now() - interval '1 second' WHERE id = '\(id)'")
@@ -144,7 +159,10 @@ struct PostgresSessionStoreTests {
 
     @Test func aSessionItsOwnerServedAheadOfTheStoreStaysMarkedForTheNodeThatTakesItOver() async throws {
         let (a, b) = (try node("a"), try node("b"))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let (id, other) = try twoCountersClaimed(by: a)
         #expect(try a.load(id: id)?.publishedAhead == false)
         _ = try a.commit([.publishingAhead(id: id), .publishingAhead(id: other)])
@@ -166,7 +184,8 @@ struct PostgresSessionStoreTests {
         a.onOwnershipLost { ids in lost.withLock { $0.formUnion(ids) } }
         let (id, _) = try twoCountersClaimed(by: a)
         // Another node claims it (as b would once a's lease had lapsed).
-        try await execute("UPDATE reactor_sessions SET owner = 'b', epoch = epoch + 1, lease_until = now() + interval '1 hour' WHERE id = '\(id)'")
+        try await execute(
+            "UPDATE reactor_sessions SET owner = 'b', epoch = epoch + 1, lease_until = now() + interval '1 hour' WHERE id = '\(id)'")
         // a renews every 200 ms; a bounded wait for its report.
         try await waitUntil { !lost.withLock { $0.isEmpty } }
         #expect(lost.withLock { $0 } == [id])
@@ -175,7 +194,10 @@ struct PostgresSessionStoreTests {
     @Test func askingForAHeldSessionAsksItsOwnerToHandItOver() async throws {
         let asked = Mutex<[String]>([])
         let (a, b) = (try node("a"), try node("b"))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         a.onHandOverRequested { id in asked.withLock { $0.append(id) } }
         let id = newID()
         _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
@@ -190,16 +212,20 @@ struct PostgresSessionStoreTests {
 
     @Test func idleSessionsNoNodeHoldsExpireInBatches() throws {
         // Two per statement: the five idle sessions take three.
-        let store = try PostgresSessionStore(location: location, node: "a", lease: .seconds(30), historyCapacity: 8,
-                                             idleDeletionBatch: 2)
+        let store = try PostgresSessionStore(
+            location: location, node: "a", lease: .seconds(30), historyCapacity: 8,
+            idleDeletionBatch: 2)
         defer { store.close() }
         let idle = (0..<5).map { _ in newID() }
         let (held, recent) = (newID(), newID())
         // Times far below the other tests' (which share the database and run alongside), so that
         // only these sessions are old enough to expire.
-        _ = try store.commit(idle.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: -2_000_000) }
-                             + [.create(id: held, type: "t", state: bytes("0"), lastActivity: -2_000_000),
-                                .create(id: recent, type: "t", state: bytes("0"), lastActivity: -10)])
+        _ = try store.commit(
+            idle.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: -2_000_000) }
+                + [
+                    .create(id: held, type: "t", state: bytes("0"), lastActivity: -2_000_000),
+                    .create(id: recent, type: "t", state: bytes("0"), lastActivity: -10),
+                ])
         _ = try store.load(id: held)
         let deleted = try store.deleteIdle(before: -1_000_000, excluding: [])
         #expect(deleted.sorted() == idle.sorted())
@@ -223,14 +249,18 @@ struct PostgresSessionStoreTests {
             #expect(error.kind == .corrupt)
             #expect(error.message.contains(database))
         }
-        let rows = try await connection.query("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'reactor_%'", logger: Logger(label: "test"))
+        let rows = try await connection.query(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'reactor_%'", logger: Logger(label: "test"))
         for try await count in rows.decode(Int64.self) { #expect(count == 1) }
         try await connection.close()
     }
 
     @Test func idempotencyKeysAreKeptAfterTheirActionsAndGoWithTheSession() throws {
         let (a, b) = (try node("a"), try node("b"))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let id = newID()
         _ = try a.commit([.create(id: id, type: "counter", state: bytes("0"), lastActivity: 0)])
         _ = try a.load(id: id)
@@ -252,13 +282,20 @@ struct PostgresSessionStoreTests {
         try await execute("CREATE DATABASE \(database)")
         var own = location
         own.database = database
-        let (a, b) = (try PostgresSessionStore(location: own, node: "a", lease: .seconds(30), historyCapacity: 4),
-                      try PostgresSessionStore(location: own, node: "b", lease: .seconds(30), historyCapacity: 4))
-        defer { a.close(); b.close() }
+        let (a, b) = (
+            try PostgresSessionStore(location: own, node: "a", lease: .seconds(30), historyCapacity: 4),
+            try PostgresSessionStore(location: own, node: "b", lease: .seconds(30), historyCapacity: 4)
+        )
+        defer {
+            a.close()
+            b.close()
+        }
         #expect(try a.count() == 0)
         let empty = try #require(try a.diskUsage())
-        _ = try a.commit([.create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0),
-                          .create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0)])
+        _ = try a.commit([
+            .create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0),
+            .create(id: newID(), type: "counter", state: bytes("0"), lastActivity: 0),
+        ])
         let third = newID()
         _ = try b.commit([.create(id: third, type: "counter", state: bytes("0"), lastActivity: 0)])
         #expect(try a.count() == 3)
@@ -306,8 +343,9 @@ struct PostgresSessionStoreTests {
         }
         // As a build before the column left it.
         let connection = try await connect(to: database)
-        try await connection.query("ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation",
-                                   logger: Logger(label: "test"))
+        try await connection.query(
+            "ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation",
+            logger: Logger(label: "test"))
         try await connection.close()
         let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
         defer { store.close() }
@@ -400,7 +438,8 @@ struct PostgresSessionStoreTests {
 /// `--store postgres://…` values.
 @Suite struct PostgresLocationTests {
     @Test func locationsParseFromURLs() {
-        #expect(PostgresLocation(url: "postgres://u:p%40ss@db.example:6543/sessions")
+        #expect(
+            PostgresLocation(url: "postgres://u:p%40ss@db.example:6543/sessions")
                 == PostgresLocation(host: "db.example", port: 6543, user: "u", password: "p@ss", database: "sessions"))
         #expect(PostgresLocation(url: "postgresql://u@h/d") == PostgresLocation(host: "h", user: "u", database: "d"))
         #expect(PostgresLocation(url: "postgres://h/d") == nil)

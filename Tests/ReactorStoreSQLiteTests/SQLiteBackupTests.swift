@@ -1,6 +1,7 @@
 import Foundation
 import ReactorHosting
 import Testing
+
 @testable import ReactorStoreSQLite
 
 /// Backups of a store in use: written aside, checked and synced, then linked into place, so the

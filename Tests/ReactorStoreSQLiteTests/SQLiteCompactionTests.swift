@@ -1,6 +1,7 @@
 import Foundation
 import ReactorHosting
 import Testing
+
 @testable import ReactorStoreSQLite
 
 /// Compacting a store: the free pages go back to the file system, every session stays as it was,
@@ -16,9 +17,11 @@ import Testing
         let padding = String(repeating: "x", count: 2_000)
         do {
             let open = try SQLiteSessionStore(path: store, historyCapacity: 4)
-            _ = try open.commit((0..<400).map { index in
-                .create(id: "s\(index)", type: "counter", state: Array(#"{"note":"\#(padding)","value":\#(index)}"#.utf8), lastActivity: 0)
-            })
+            _ = try open.commit(
+                (0..<400).map { index in
+                    .create(
+                        id: "s\(index)", type: "counter", state: Array(#"{"note":"\#(padding)","value":\#(index)}"#.utf8), lastActivity: 0)
+                })
             _ = try open.commit((0..<390).map { .delete(id: "s\($0)") })
             open.close()
         }

@@ -1,6 +1,7 @@
 import Foundation
 import ReactorHosting
 import Testing
+
 @testable import ReactorStoreSQLite
 
 /// Restores: the backup takes the store's place, the replaced store is kept beside it, and a
@@ -109,7 +110,8 @@ import Testing
         // As a build before the columns wrote it.
         do {
             let connection = try SQLiteConnection(path: backup, create: false)
-            try connection.execute("""
+            try connection.execute(
+                """
                 ALTER TABLE sessions DROP COLUMN published_ahead; ALTER TABLE sessions DROP COLUMN shown_through;
                 ALTER TABLE sessions DROP COLUMN creation
                 """)

@@ -1,8 +1,9 @@
 import Foundation
 import Locking
-import Synchronization
 import ReactorHosting
+import Synchronization
 import Testing
+
 @testable import ReactorStoreSQLite
 
 /// The SQLite store against real files in a temporary directory.
@@ -62,9 +63,12 @@ import Testing
                 .accept(id: "k", seq: 1, action: bytes(#""increase""#), key: RememberedKey(key: "one", seq: 1, digest: 7)),
                 .settle(id: "k", seq: 1),
             ])
-            _ = try store.commit((2...1088).map {
-                .accept(id: "k", seq: UInt64($0), action: bytes(#""increase""#), key: RememberedKey(key: "key \($0)", seq: UInt64($0), digest: 7))
-            })
+            _ = try store.commit(
+                (2...1088).map {
+                    .accept(
+                        id: "k", seq: UInt64($0), action: bytes(#""increase""#),
+                        key: RememberedKey(key: "key \($0)", seq: UInt64($0), digest: 7))
+                })
             store.close()
         }
         let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 8)
@@ -115,7 +119,8 @@ import Testing
         var writes: [SessionWrite] = [.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)]
         for version in 1...10 as ClosedRange<UInt64> {
             writes.append(.accept(id: "a", seq: version, action: bytes("\(version)")))
-            writes.append(.version(id: "a", version: version, state: bytes("\(version)"), startedThrough: version, producedBy: 0, lastActivity: 0))
+            writes.append(
+                .version(id: "a", version: version, state: bytes("\(version)"), startedThrough: version, producedBy: 0, lastActivity: 0))
             writes.append(.settle(id: "a", seq: version))
         }
         _ = try store.commit(writes)
@@ -192,7 +197,9 @@ import Testing
     @Test func anotherApplicationsDatabaseIsRefusedAndLeftUntouched() throws {
         let other = Process()
         other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        other.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.commit()", path()]
+        other.arguments = [
+            "python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.commit()", path(),
+        ]
         try other.run()
         other.waitUntilExit()
         let before = try Data(contentsOf: URL(fileURLWithPath: path()))
@@ -240,15 +247,19 @@ import Testing
     /// One version of `id` per commit, `a` and `b` in turn, through a journal of `window` rows.
     private func versions(_ range: ClosedRange<UInt64>, of ids: [String], on store: SQLiteSessionStore) throws {
         for version in range {
-            _ = try store.commit(ids.map { id in
-                .version(id: id, version: version, state: bytes("\(id)\(version)"), startedThrough: version, producedBy: version,
-                         lastActivity: Int64(version))
-            })
+            _ = try store.commit(
+                ids.map { id in
+                    .version(
+                        id: id, version: version, state: bytes("\(id)\(version)"), startedThrough: version, producedBy: version,
+                        lastActivity: Int64(version))
+                })
         }
     }
 
-    private func expectHistory(of id: String, through version: UInt64, capacity: UInt64, in store: SQLiteSessionStore,
-                               sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectHistory(
+        of id: String, through version: UInt64, capacity: UInt64, in store: SQLiteSessionStore,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let loaded = try #require(try store.load(id: id), sourceLocation: sourceLocation)
         let kept = Array((version + 1 > capacity ? version + 1 - capacity : 0)...version)
         #expect(loaded.version == version, sourceLocation: sourceLocation)
@@ -295,7 +306,8 @@ import Testing
                         let kept = Array((version + 1 > capacity ? version + 1 - capacity : 0)...version)
                         let states = kept.map { $0 == 0 ? self.bytes("0") : self.bytes("\(id)\($0)") }
                         if loaded.history.map(\.version) != kept || loaded.history.map(\.state) != states
-                            || loaded.state != states.last {
+                            || loaded.state != states.last
+                        {
                             problems.withLock { $0.append("\(id) at \(version): \(loaded.history.map(\.version))") }
                         }
                         loads.add(1, ordering: .relaxed)

@@ -1,8 +1,9 @@
 import Foundation
-import Synchronization
 import ReactorHosting
 import StoreTestSupport
+import Synchronization
 import Testing
+
 @testable import ReactorStoreSQLite
 
 /// A source that fails once it has given `failingAfter` sessions, as a store that breaks

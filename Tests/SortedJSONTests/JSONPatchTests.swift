@@ -1,7 +1,7 @@
 import Foundation
 import SortedJSON
-import Testing
 import TestSupport
+import Testing
 
 /// `JSONPatch.diff` checked by applying its patches with an RFC 6902 implementation of the
 /// test's own (over Foundation's JSON values), on fixed cases and random documents.
@@ -26,15 +26,17 @@ import TestSupport
     }
 
     @Test func objectsGainLoseAndChangeKeys() throws {
-        let operations = try check(["keep": 1, "drop": 2, "change": ["deep": "x"]],
-                                   ["keep": 1, "add": [3], "change": ["deep": "y"]])
+        let operations = try check(
+            ["keep": 1, "drop": 2, "change": ["deep": "x"]],
+            ["keep": 1, "add": [3], "change": ["deep": "y"]])
         #expect(operations.count == 3)
         #expect(operations.contains { $0["op"] as? String == "replace" && $0["path"] as? String == "/change/deep" })
     }
 
     @Test func keysThatNeedEscapingAndUnicodeKeys() throws {
-        let operations = try check(["a/b": 1, "m~n": ["~/": 2], "ключ ✓": "x", "é\u{1F600}": [1]],
-                                   ["a/b": 2, "m~n": ["~/": 3], "ключ ✓": "y", "é\u{1F600}": [1, 2]])
+        let operations = try check(
+            ["a/b": 1, "m~n": ["~/": 2], "ключ ✓": "x", "é\u{1F600}": [1]],
+            ["a/b": 2, "m~n": ["~/": 3], "ключ ✓": "y", "é\u{1F600}": [1, 2]])
         let paths = Set(operations.compactMap { $0["path"] as? String })
         #expect(paths == ["/a~1b", "/m~0n/~0~1", "/ключ ✓", "/é\u{1F600}/1"])
     }
@@ -120,7 +122,8 @@ import TestSupport
                 array.swapAt(random.next(below: array.count), random.next(below: array.count))
                 if random.next(below: 2) == 0 { array.reverse() }
             case 2:
-                let element: Any = array.first is [String: Any]
+                let element: Any =
+                    array.first is [String: Any]
                     ? ["id": "n\(random.next(below: 1000))", "v": 1] as [String: Any] : randomValue(&random, depth: 2)
                 array.insert(element, at: random.next(below: array.count + 1))
             default:
@@ -154,8 +157,9 @@ private enum RFC6902 {
             case "replace" where path.isEmpty:
                 document = operation["value"] as Any
             case "replace":
-                document = try add(operation["value"] as Any, at: tokens(path),
-                                   in: try remove(at: tokens(path), in: document).document)
+                document = try add(
+                    operation["value"] as Any, at: tokens(path),
+                    in: try remove(at: tokens(path), in: document).document)
             case "move":
                 guard let from = operation["from"] as? String else { throw Failure(description: "move without from") }
                 let (without, moved) = try remove(at: tokens(from), in: document)

@@ -3,6 +3,7 @@ import ReactorCore
 import ReactorExamples
 import TestSupport
 import Testing
+
 @testable import SortedJSON
 
 /// The state encoder writes the bytes Foundation's `JSONEncoder` writes with sorted keys, so
@@ -36,18 +37,22 @@ import Testing
         counter.alertMessage = "increased!"
         try expectSameBytes(counter)
         try expectSameBytes(CounterReactor.Action.increase)
-        try expectSameBytes(TodoReactor.State(tasks: [
-            TodoTask(id: "t1", title: "buy \"milk\"/bread\n", isDone: true),
-            TodoTask(id: "t2", title: "émile 😀"),
-        ]))
+        try expectSameBytes(
+            TodoReactor.State(tasks: [
+                TodoTask(id: "t1", title: "buy \"milk\"/bread\n", isDone: true),
+                TodoTask(id: "t2", title: "émile 😀"),
+            ]))
         var search = SearchReactor.State()
         search.query = "swift"
         search.results = ["swift-log", "swift-nio"]
         search.nextPage = 2
         try expectSameBytes(search)
-        let room = try JSONDecoder().decode(RoomReactor.State.self, from: Data("""
-            {"name":"ada","messages":[{"id":1,"author":"ada","text":"hi\\u0001"}],"members":[{"id":7,"name":"bo"}]}
-            """.utf8))
+        let room = try JSONDecoder().decode(
+            RoomReactor.State.self,
+            from: Data(
+                """
+                {"name":"ada","messages":[{"id":1,"author":"ada","text":"hi\\u0001"}],"members":[{"id":7,"name":"bo"}]}
+                """.utf8))
         try expectSameBytes(room)
         for action in TodoReactor.exampleActions { try expectSameBytes(action) }
         for action in RoomReactor.exampleActions { try expectSameBytes(action) }
@@ -55,17 +60,17 @@ import Testing
     }
 
     @Test func numbersAtTheirLimits() throws {
-        try expectSameBytes(Numbers(
-            int: .min, int8: .min, int16: .min, int32: .min, int64: .min,
-            uint: .max, uint8: .max, uint16: .max, uint32: .max, uint64: .max,
-            doubles: [0, -0.0, 1, -1.5, 0.1, 1e20, 1e-7, 1.2345678901234568e20, .pi, .greatestFiniteMagnitude, .leastNonzeroMagnitude],
-            floats: [0, 1, 3.25, .pi, .greatestFiniteMagnitude, 1e-30]
-        ))
+        try expectSameBytes(
+            Numbers(
+                int: .min, int8: .min, int16: .min, int32: .min, int64: .min,
+                uint: .max, uint8: .max, uint16: .max, uint32: .max, uint64: .max,
+                doubles: [0, -0.0, 1, -1.5, 0.1, 1e20, 1e-7, 1.2345678901234568e20, .pi, .greatestFiniteMagnitude, .leastNonzeroMagnitude],
+                floats: [0, 1, 3.25, .pi, .greatestFiniteMagnitude, 1e-30]
+            ))
         try expectSameBytes([Int128.min, Int128.max])
         try expectSameBytes([UInt128.max])
         try expectSameBytes(WideIntegersInAnUnkeyedContainer())
     }
-
 
     @Test func everyControlCharacterQuoteBackslashAndSlash() throws {
         let text = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self) + "\"\\/ é 😀 \u{7F}"
@@ -73,14 +78,15 @@ import Testing
     }
 
     @Test func foundationTypesInTheFormsFoundationWrites() throws {
-        try expectSameBytes(FoundationValues(
-            data: Data([0, 1, 2, 250, 255]),
-            date: Date(timeIntervalSinceReferenceDate: 12345.5),
-            url: URL(string: "https://example.com/a/b?c=d#e")!,
-            relativeURL: URL(string: "b/c", relativeTo: URL(string: "https://example.com/a/")!)!,
-            decimal: Decimal(string: "-12.5000")!,
-            optionalData: Data("hi".utf8)
-        ))
+        try expectSameBytes(
+            FoundationValues(
+                data: Data([0, 1, 2, 250, 255]),
+                date: Date(timeIntervalSinceReferenceDate: 12345.5),
+                url: URL(string: "https://example.com/a/b?c=d#e")!,
+                relativeURL: URL(string: "b/c", relativeTo: URL(string: "https://example.com/a/")!)!,
+                decimal: Decimal(string: "-12.5000")!,
+                optionalData: Data("hi".utf8)
+            ))
         try expectSameBytes(Data())
         try expectSameBytes(URL(string: "file:///tmp/x")!)
     }
@@ -230,7 +236,11 @@ private struct HandWritten: Encodable {
 /// Nested containers each finished before the next write to their parent (left open, never
 /// used again), and the same keyed container asked for twice.
 private struct InOrder: Encodable {
-    private enum Key: String, CodingKey { case b, a, c, list, zero = "0", x, y, z }
+    private enum Key: String, CodingKey {
+        case b, a, c, list
+        case zero = "0"
+        case x, y, z
+    }
 
     func encode(to encoder: any Encoder) throws {
         var root = encoder.container(keyedBy: Key.self)
@@ -387,12 +397,15 @@ private indirect enum RandomValue: Encodable {
         case 9: return .optional(random.next(below: 2) == 0 ? nil : make(depth: depth + 1, random: &random))
         case 10: return .array((0..<random.next(below: 5)).map { _ in make(depth: depth + 1, random: &random) })
         case 11:
-            return .object((0..<random.next(below: 6)).map { _ in
-                (keys[random.next(below: keys.count)], make(depth: depth + 1, random: &random))
-            })
+            return .object(
+                (0..<random.next(below: 6)).map { _ in
+                    (keys[random.next(below: keys.count)], make(depth: depth + 1, random: &random))
+                })
         case 12:
             var dictionary: [String: RandomValue] = [:]
-            for _ in 0..<random.next(below: 5) { dictionary[keys[random.next(below: keys.count)]] = make(depth: depth + 1, random: &random) }
+            for _ in 0..<random.next(below: 5) {
+                dictionary[keys[random.next(below: keys.count)]] = make(depth: depth + 1, random: &random)
+            }
             return .dictionary(dictionary)
         case 13:
             var dictionary: [Int: RandomValue] = [:]

@@ -15,20 +15,30 @@ public enum SampleSessions {
         for index in 0..<count {
             let id = InstanceID.make()
             ids.append(id)
-            let creation = index % 4 == 1
-                ? InstanceCreation(parameters: Array(#"{"session":\#(index)}"#.utf8),
-                                   context: CreationContext(idempotencyKey: "create-\(index)", remoteAddress: "127.0.0.1")).json
+            let creation =
+                index % 4 == 1
+                ? InstanceCreation(
+                    parameters: Array(#"{"session":\#(index)}"#.utf8),
+                    context: CreationContext(idempotencyKey: "create-\(index)", remoteAddress: "127.0.0.1")
+                ).json
                 : nil
-            writes.append(.create(id: id, type: index % 2 == 0 ? "counter" : "todo", state: state(index, 0),
-                                  lastActivity: 1_000 + Int64(index), creation: creation))
+            writes.append(
+                .create(
+                    id: id, type: index % 2 == 0 ? "counter" : "todo", state: state(index, 0),
+                    lastActivity: 1_000 + Int64(index), creation: creation))
             let versions = UInt64(index % 6)
             for version in UInt64(1)...max(1, versions) where versions > 0 {
                 let action = Array("\"step\(version)\"".utf8)
-                writes.append(.accept(id: id, seq: version, action: action,
-                                      key: RememberedKey(key: "key-\(index)-\(version)", seq: version,
-                                                         digest: RememberedKey.digest(of: action))))
-                writes.append(.version(id: id, version: version, state: state(index, version), startedThrough: version,
-                                       producedBy: version, lastActivity: 2_000 + Int64(index)))
+                writes.append(
+                    .accept(
+                        id: id, seq: version, action: action,
+                        key: RememberedKey(
+                            key: "key-\(index)-\(version)", seq: version,
+                            digest: RememberedKey.digest(of: action))))
+                writes.append(
+                    .version(
+                        id: id, version: version, state: state(index, version), startedThrough: version,
+                        producedBy: version, lastActivity: 2_000 + Int64(index)))
                 if version < versions { writes.append(.settle(id: id, seq: version)) }
             }
             if index % 3 == 0 { writes.append(.publishingAhead(id: id)) }

@@ -3,8 +3,9 @@ import Logging
 import MicroHTTP
 import ReactorExamples
 import Synchronization
-@testable import ReactorHosting
+
 @testable import ReactorHTTP
+@testable import ReactorHosting
 
 /// One fuzz input. Its first byte picks what it drives:
 ///
@@ -70,25 +71,31 @@ final class FuzzService: Sendable {
         service.disposeAllInstances()
         var fresh: [String: String] = [:]
         for type in ["counter", "todo", "search"] {
-            let response = router.handle(HTTPRequest(method: .POST, target: "/reactors",
-                                                     headers: ["Content-Type": "application/json"],
-                                                     body: Array(#"{"type":"\#(type)"}"#.utf8)))
+            let response = router.handle(
+                HTTPRequest(
+                    method: .POST, target: "/reactors",
+                    headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"type":"\#(type)"}"#.utf8)))
             guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-                  let id = object["id"] as? String else { preconditionFailure("could not create \(type)") }
+                let id = object["id"] as? String
+            else { preconditionFailure("could not create \(type)") }
             fresh[type] = id
         }
         ids.withLock { $0 = fresh }
         for _ in 0..<3 {
-            _ = router.handle(HTTPRequest(method: .POST, target: "/reactors/\(fresh["counter"]!)/actions",
-                                          headers: ["Content-Type": "application/json"], body: Array(#""increase""#.utf8)))
+            _ = router.handle(
+                HTTPRequest(
+                    method: .POST, target: "/reactors/\(fresh["counter"]!)/actions",
+                    headers: ["Content-Type": "application/json"], body: Array(#""increase""#.utf8)))
         }
     }
 
     /// Whatever the id, planning the resumption must not trap; one that is not a version is a 400.
     func checkResume(lastEventID input: [UInt8]) {
         guard let id = ids.withLock({ $0["counter"] }), let instance = service.table.instance(id) else { return }
-        let request = HTTPRequest(method: .GET, target: "/reactors/\(id)/events",
-                                  headers: ["Last-Event-ID": String(decoding: input, as: UTF8.self)], body: [])
+        let request = HTTPRequest(
+            method: .GET, target: "/reactors/\(id)/events",
+            headers: ["Last-Event-ID": String(decoding: input, as: UTF8.self)], body: [])
         let lastEventID: UInt64?
         do {
             lastEventID = try ReactorService.lastEventID(request)

@@ -30,10 +30,12 @@ struct CrossOriginPolicy: Sendable {
         guard allowedOrigin(of: request) != nil else { return nil }
         var methods = allowed.map(\.rawValue)
         methods.removeAll { $0 == "OPTIONS" }
-        return HTTPResponse(status: 204, headers: [
-            "Access-Control-Allow-Methods": methods.joined(separator: ", "),
-            "Access-Control-Allow-Headers": "Content-Type, Last-Event-ID, If-None-Match, Idempotency-Key",
-            "Access-Control-Max-Age": "600",
-        ])
+        return HTTPResponse(
+            status: 204,
+            headers: [
+                "Access-Control-Allow-Methods": methods.joined(separator: ", "),
+                "Access-Control-Allow-Headers": "Content-Type, Last-Event-ID, If-None-Match, Idempotency-Key",
+                "Access-Control-Max-Age": "600",
+            ])
     }
 }

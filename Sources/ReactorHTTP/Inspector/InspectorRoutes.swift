@@ -25,13 +25,16 @@ enum InspectorRoutes {
     ]
 
     private static func asset(_ bytes: [UInt8], type: String) -> PreparedResponse {
-        PreparedResponse(status: 200, headers: [
-            "Content-Type": type,
-            // Revalidated on each load: a new build serves new files at the same names.
-            "Cache-Control": "no-cache",
-            "Content-Security-Policy": "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-            "Referrer-Policy": "no-referrer",
-            "X-Content-Type-Options": "nosniff",
-        ], body: bytes)
+        PreparedResponse(
+            status: 200,
+            headers: [
+                "Content-Type": type,
+                // Revalidated on each load: a new build serves new files at the same names.
+                "Cache-Control": "no-cache",
+                "Content-Security-Policy":
+                    "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+                "Referrer-Policy": "no-referrer",
+                "X-Content-Type-Options": "nosniff",
+            ], body: bytes)
     }
 }

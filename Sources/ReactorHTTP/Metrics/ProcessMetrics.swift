@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import MicroHTTP
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// The process families Prometheus client libraries export (`process_cpu_seconds_total`,
 /// `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`,
@@ -17,10 +18,12 @@ enum ProcessMetrics {
         func family(_ name: String, _ type: String, _ help: String, _ value: String) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
-        family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
-               decimal(Double(stat.userTicks + stat.systemTicks) / Double(ticksPerSecond)))
-        family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
-               String(stat.residentPages * Int64(sysconf(Int32(_SC_PAGESIZE)))))
+        family(
+            "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
+            decimal(Double(stat.userTicks + stat.systemTicks) / Double(ticksPerSecond)))
+        family(
+            "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+            String(stat.residentPages * Int64(sysconf(Int32(_SC_PAGESIZE)))))
         family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", String(stat.virtualBytes))
         if let open = openFileDescriptors() {
             family("process_open_fds", "gauge", "Number of open file descriptors.", String(open))
@@ -30,8 +33,9 @@ enum ProcessMetrics {
             family("process_max_fds", "gauge", "Maximum number of open file descriptors.", String(limit.rlim_cur))
         }
         if let start = startTime {
-            family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
-                   decimal(start))
+            family(
+                "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+                decimal(start))
         }
         return text
     }
@@ -86,9 +90,11 @@ enum ProcessMetrics {
                 number - 3 < fields.count ? Int64(fields[number - 3].trimmingCharacters()) : nil
             }
             guard let user = field(14), let system = field(15), let start = field(22),
-                  let virtual = field(23), let resident = field(24) else { return nil }
-            return SelfStat(userTicks: user, systemTicks: system, startTicks: start, virtualBytes: virtual,
-                            residentPages: resident)
+                let virtual = field(23), let resident = field(24)
+            else { return nil }
+            return SelfStat(
+                userTicks: user, systemTicks: system, startTicks: start, virtualBytes: virtual,
+                residentPages: resident)
         }
     }
 
@@ -96,8 +102,8 @@ enum ProcessMetrics {
     private static func readFile(_ path: String) -> String? { readSystemFile(path) }
 }
 
-private extension Substring {
-    func trimmingCharacters() -> Substring {
+extension Substring {
+    fileprivate func trimmingCharacters() -> Substring {
         var text = self
         while let last = text.last, last == "\n" || last == " " { text.removeLast() }
         return text

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Locking
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What every request adds to the metrics — its route's count by status, its duration, and the
 /// service's count of accepted actions — kept per thread and summed when `/metrics` is rendered.
@@ -53,8 +54,9 @@ final class RequestStatistics: Sendable {
     func route(_ route: String, method: String) -> RouteMetrics {
         routes.withLock { routes in
             precondition(routes.count < Self.routeCapacity, "more than \(Self.routeCapacity) routes")
-            let statistics = RouteMetrics(route: route, method: method, base: routes.count * Self.slotsPerRoute,
-                                          shards: shards)
+            let statistics = RouteMetrics(
+                route: route, method: method, base: routes.count * Self.slotsPerRoute,
+                shards: shards)
             routes.append(statistics)
             return statistics
         }

@@ -37,16 +37,22 @@ final class ServiceMetrics: Sendable {
         instances = registry.gauge("reactor_instances", "Reactor instances in memory.")
         streams = registry.gauge("reactor_event_streams", "Open event streams.")
         mutationErrors = registry.counter("reactor_mutation_errors_total", "Errors thrown by reactors' mutations.")
-        replayedActions = registry.counter("reactor_actions_replayed_total",
-                                           "Actions sent again with a remembered Idempotency-Key: answered as the first attempt, not sent again.")
-        stalls = registry.counter("reactor_stalls_total",
-                                  "Times an instance's mutate, reduce or transform ran past the stall timeout.")
-        stalledInstances = registry.gauge("reactor_stalled_instances",
-                                          "Instances inside a call that has not returned within the stall timeout.")
-        storeWaits = registry.gauge("reactor_requests_waiting_for_store",
-                                    "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
-        registry.gauge("reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
-                       labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]).set(to: 1)
+        replayedActions = registry.counter(
+            "reactor_actions_replayed_total",
+            "Actions sent again with a remembered Idempotency-Key: answered as the first attempt, not sent again.")
+        stalls = registry.counter(
+            "reactor_stalls_total",
+            "Times an instance's mutate, reduce or transform ran past the stall timeout.")
+        stalledInstances = registry.gauge(
+            "reactor_stalled_instances",
+            "Instances inside a call that has not returned within the stall timeout.")
+        storeWaits = registry.gauge(
+            "reactor_requests_waiting_for_store",
+            "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
+        registry.gauge(
+            "reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
+            labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]
+        ).set(to: 1)
         storeObserver = hasStore ? Self.storeObserver(registry) : nil
         instances.set(to: 0)
         streams.set(to: 0)
@@ -58,25 +64,40 @@ final class ServiceMetrics: Sendable {
     private static func storeObserver(_ registry: PrometheusCollectorRegistry) -> StoreObserver {
         let milliseconds: [Double] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
         let bounds = milliseconds.map { Duration.microseconds(Int64($0 * 1000)) }
-        let commits = registry.histogram("reactor_store_commit_duration_seconds",
-                                "Time each commit of a batch of writes to the session store took, its sync to disk included.", bounds)
-        let writes = registry.counter("reactor_store_writes_total", "Writes committed to the session store: accepted actions, new states, settled actions and the like.")
-        let failures = registry.counter("reactor_store_commit_failures_total",
-                                        "Batches the session store failed to commit (a full disk, a database gone away): nothing of them was acknowledged.")
-        let activations = registry.histogram("reactor_store_activation_duration_seconds",
-                                             "Time each activation took: an instance brought back from the session store into memory.", bounds)
-        let passivations = registry.counter("reactor_instances_passivated_total",
-                                            "Instances that left memory after --passivate-after-s idle, kept by the session store.")
-        let incompatible = registry.counter("reactor_store_incompatible_activations_total",
-                                            "Requests for a stored session that no longer decodes as its reactor type, answered 500 stored-session-incompatible; the session is kept unchanged.")
-        let damaged = registry.counter("reactor_store_damaged_reads_total",
-                                       "Requests for a stored session the store could not read because it is damaged (SQLite found a page malformed), answered 500 store-damaged.")
-        let stored = registry.gauge("reactor_store_sessions",
-                                    "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
-        let size = registry.gauge("reactor_store_bytes",
-                                  "Bytes the session store takes on disk: the SQLite file and its write-ahead log, or the PostgreSQL tables with their indexes (every node's sessions); measured with reactor_store_sessions.")
-        let queueFull = registry.counter("reactor_store_async_queue_full_total",
-                                         "With async durability, writes that waited for their commit (their action's 202, their state) because \(GroupCommitter.queuedAheadLimit) writes were already queued: the store falls behind.")
+        let commits = registry.histogram(
+            "reactor_store_commit_duration_seconds",
+            "Time each commit of a batch of writes to the session store took, its sync to disk included.", bounds)
+        let writes = registry.counter(
+            "reactor_store_writes_total",
+            "Writes committed to the session store: accepted actions, new states, settled actions and the like.")
+        let failures = registry.counter(
+            "reactor_store_commit_failures_total",
+            "Batches the session store failed to commit (a full disk, a database gone away): nothing of them was acknowledged.")
+        let activations = registry.histogram(
+            "reactor_store_activation_duration_seconds",
+            "Time each activation took: an instance brought back from the session store into memory.", bounds)
+        let passivations = registry.counter(
+            "reactor_instances_passivated_total",
+            "Instances that left memory after --passivate-after-s idle, kept by the session store.")
+        let incompatible = registry.counter(
+            "reactor_store_incompatible_activations_total",
+            "Requests for a stored session that no longer decodes as its reactor type, answered 500 stored-session-incompatible; the session is kept unchanged."
+        )
+        let damaged = registry.counter(
+            "reactor_store_damaged_reads_total",
+            "Requests for a stored session the store could not read because it is damaged (SQLite found a page malformed), answered 500 store-damaged."
+        )
+        let stored = registry.gauge(
+            "reactor_store_sessions",
+            "Sessions in the session store, every node's with a shared store; counted every few idle sweeps.")
+        let size = registry.gauge(
+            "reactor_store_bytes",
+            "Bytes the session store takes on disk: the SQLite file and its write-ahead log, or the PostgreSQL tables with their indexes (every node's sessions); measured with reactor_store_sessions."
+        )
+        let queueFull = registry.counter(
+            "reactor_store_async_queue_full_total",
+            "With async durability, writes that waited for their commit (their action's 202, their state) because \(GroupCommitter.queuedAheadLimit) writes were already queued: the store falls behind."
+        )
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))

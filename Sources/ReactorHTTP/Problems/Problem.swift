@@ -56,13 +56,15 @@ extension Problem {
     }
 
     static func noSuchInstance(_ id: String) -> Problem {
-        Problem(status: 404, kind: "unknown-instance", title: "Unknown reactor instance",
-                detail: "no reactor instance has the id '\(id)' (it may have been deleted or expired)")
+        Problem(
+            status: 404, kind: "unknown-instance", title: "Unknown reactor instance",
+            detail: "no reactor instance has the id '\(id)' (it may have been deleted or expired)")
     }
 
     static func methodNotAllowed(_ method: String, path: String, allowed: [String]) -> Problem {
-        Problem(status: 405, kind: "method-not-allowed", title: "Method Not Allowed",
-                detail: "\(method) is not allowed on \(path); allowed: \(allowed.joined(separator: ", "))")
+        Problem(
+            status: 405, kind: "method-not-allowed", title: "Method Not Allowed",
+            detail: "\(method) is not allowed on \(path); allowed: \(allowed.joined(separator: ", "))")
     }
 
     static func invalidBody(_ detail: String) -> Problem {
@@ -74,13 +76,15 @@ extension Problem {
     }
 
     static func unknownType(_ name: String, known: [String]) -> Problem {
-        Problem(status: 400, kind: "unknown-type", title: "Unknown reactor type",
-                detail: "no reactor type is registered as '\(name)'; known types: \(known.joined(separator: ", "))")
+        Problem(
+            status: 400, kind: "unknown-type", title: "Unknown reactor type",
+            detail: "no reactor type is registered as '\(name)'; known types: \(known.joined(separator: ", "))")
     }
 
     static func unsupportedMediaType(_ contentType: String) -> Problem {
-        Problem(status: 415, kind: "unsupported-media-type", title: "Unsupported Media Type",
-                detail: "the body must be JSON (application/json), not '\(contentType)'")
+        Problem(
+            status: 415, kind: "unsupported-media-type", title: "Unsupported Media Type",
+            detail: "the body must be JSON (application/json), not '\(contentType)'")
     }
 
     static func invalidParameter(_ detail: String) -> Problem {
@@ -88,24 +92,27 @@ extension Problem {
     }
 
     static func tooManyInstances(limit: Int) -> Problem {
-        Problem(status: 429, kind: "too-many-instances", title: "Too many reactor instances",
-                detail: "the server holds its limit of \(limit) reactor instances; delete one or retry later",
-                retryAfter: 5)
+        Problem(
+            status: 429, kind: "too-many-instances", title: "Too many reactor instances",
+            detail: "the server holds its limit of \(limit) reactor instances; delete one or retry later",
+            retryAfter: 5)
     }
 
     static func tooManyStreams(limit: Int, perInstance: Bool) -> Problem {
-        Problem(status: perInstance ? 429 : 503, kind: "too-many-streams", title: "Too many event streams",
-                detail: perInstance
-                    ? "this instance already has its limit of \(limit) event streams"
-                    : "the server holds its limit of \(limit) event streams",
-                retryAfter: 5)
+        Problem(
+            status: perInstance ? 429 : 503, kind: "too-many-streams", title: "Too many event streams",
+            detail: perInstance
+                ? "this instance already has its limit of \(limit) event streams"
+                : "the server holds its limit of \(limit) event streams",
+            retryAfter: 5)
     }
 
     static func instanceStalled(retryAfter: Int) -> Problem {
-        Problem(status: 503, kind: "instance-stalled", title: "Reactor instance stalled",
-                detail: "the instance is still inside mutate, reduce or a transform that has not returned; "
-                    + "it takes no actions until that returns",
-                retryAfter: retryAfter)
+        Problem(
+            status: 503, kind: "instance-stalled", title: "Reactor instance stalled",
+            detail: "the instance is still inside mutate, reduce or a transform that has not returned; "
+                + "it takes no actions until that returns",
+            retryAfter: retryAfter)
     }
 
     static func serverError(status: Int, detail: String) -> Problem {
@@ -113,16 +120,19 @@ extension Problem {
         case 413:
             return Problem(status: 413, kind: "body-too-large", title: "Content Too Large", detail: detail)
         case 431:
-            return Problem(status: 431, kind: "headers-too-large", title: "Request Header Fields Too Large",
-                           detail: detail)
+            return Problem(
+                status: 431, kind: "headers-too-large", title: "Request Header Fields Too Large",
+                detail: detail)
         case 414:
             return Problem(status: 414, kind: "uri-too-long", title: "URI Too Long", detail: detail)
         case 505:
-            return Problem(status: 505, kind: "http-version-not-supported", title: "HTTP Version Not Supported",
-                           detail: detail)
+            return Problem(
+                status: 505, kind: "http-version-not-supported", title: "HTTP Version Not Supported",
+                detail: detail)
         case 503:
-            return Problem(status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
-                           retryAfter: 1)
+            return Problem(
+                status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
+                retryAfter: 1)
         case 500...:
             return Problem(status: status, kind: "internal", title: "Internal Server Error", detail: detail)
         default:
@@ -146,26 +156,37 @@ extension Problem {
         case .instanceStalled(let retryAfter):
             self = .instanceStalled(retryAfter: retryAfter)
         case .storeUnavailable(let detail):
-            self = Problem(status: 503, kind: "store-unavailable", title: "Session store unavailable",
-                           detail: "the session store could not take the write, so nothing was accepted: \(detail)",
-                           retryAfter: 5)
+            self = Problem(
+                status: 503, kind: "store-unavailable", title: "Session store unavailable",
+                detail: "the session store could not take the write, so nothing was accepted: \(detail)",
+                retryAfter: 5)
         case .idempotencyKeyReused(let seq):
-            self = Problem(status: 422, kind: "idempotency-key-reused", title: "Idempotency key reused",
-                           detail: "this Idempotency-Key came with another action (seq \(seq)) before, so nothing was sent; a new action needs a new key")
+            self = Problem(
+                status: 422, kind: "idempotency-key-reused", title: "Idempotency key reused",
+                detail:
+                    "this Idempotency-Key came with another action (seq \(seq)) before, so nothing was sent; a new action needs a new key")
         case .storedSessionIncompatible(let detail):
-            self = Problem(status: 500, kind: "stored-session-incompatible", title: "Stored session incompatible",
-                           detail: "this instance's stored session no longer decodes as its reactor type, so it cannot be served; the store keeps it unchanged, so a build that reads it (the previous one, or a State with a custom init(from:)) serves it again: \(detail)")
+            self = Problem(
+                status: 500, kind: "stored-session-incompatible", title: "Stored session incompatible",
+                detail:
+                    "this instance's stored session no longer decodes as its reactor type, so it cannot be served; the store keeps it unchanged, so a build that reads it (the previous one, or a State with a custom init(from:)) serves it again: \(detail)"
+            )
         case .storeDamaged:
             // The store's message names the file and the statement: for the server's log only.
-            self = Problem(status: 500, kind: "store-damaged", title: "Session store damaged",
-                           detail: "the session store is damaged where this instance is kept, so nothing was done; a retry will not help until the store is restored from a backup (the server's log names the file)")
+            self = Problem(
+                status: 500, kind: "store-damaged", title: "Session store damaged",
+                detail:
+                    "the session store is damaged where this instance is kept, so nothing was done; a retry will not help until the store is restored from a backup (the server's log names the file)"
+            )
         case .invalidParameters(let detail):
-            self = Problem(status: 422, kind: "invalid-parameters", title: "Invalid creation parameters",
-                           detail: "nothing was created: \(detail)")
+            self = Problem(
+                status: 422, kind: "invalid-parameters", title: "Invalid creation parameters",
+                detail: "nothing was created: \(detail)")
         case .ownedElsewhere(let retryAfter):
-            self = Problem(status: 503, kind: Problem.instanceElsewhereKind, title: "Instance served by another node",
-                           detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",
-                           retryAfter: retryAfter)
+            self = Problem(
+                status: 503, kind: Problem.instanceElsewhereKind, title: "Instance served by another node",
+                detail: "another node serves this instance now, so nothing was done here; retry through the proxy, which routes to it",
+                retryAfter: retryAfter)
         }
     }
 

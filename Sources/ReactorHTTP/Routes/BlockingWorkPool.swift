@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Locking
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Runs work that may block for a while (a request that must read the session store) on
 /// threads of its own, so that no event loop waits for it: while one request waits for a slow
@@ -50,9 +51,11 @@ final class BlockingWorkPool: Sendable {
     /// Monotonic nanoseconds, for how long a job waited.
     private let now: @Sendable () -> UInt64
 
-    init(maxThreads: Int = 8, maxQueued: Int = 1024, maxQueueWait: Duration = .seconds(5),
-         idleLinger: Duration = .seconds(5),
-         now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    init(
+        maxThreads: Int = 8, maxQueued: Int = 1024, maxQueueWait: Duration = .seconds(5),
+        idleLinger: Duration = .seconds(5),
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         self.maxThreads = max(1, maxThreads)
         self.maxQueued = max(1, maxQueued)
         self.maxQueueWait = maxQueueWait
@@ -97,7 +100,10 @@ final class BlockingWorkPool: Sendable {
                 let orphans = state.withLock { state -> ArraySlice<Job> in
                     state.threads -= 1
                     guard state.threads == 0 else { return [] }
-                    defer { state.jobs = []; state.head = 0 }
+                    defer {
+                        state.jobs = []
+                        state.head = 0
+                    }
                     return state.jobs[state.head...]
                 }
                 for job in orphans { job.refuse() }

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Locking
 import ReactorHosting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Runs a sweep every period on a thread of its own until stopped: expiry and passivation call
 /// the session store, which may block for as long as the store takes to answer, so they stay off
@@ -21,13 +22,14 @@ final class IdleSweeper: Sendable {
         let stopRequested = self.stopRequested
         let seconds = period.timeInterval
         var error: Int32 = 0
-        let started = startThread({
-            var count = 0
-            while stopRequested.wait(timeout: .now() + seconds) == .timedOut {
-                sweep(count)
-                count += 1
-            }
-        }, error: &error)
+        let started = startThread(
+            {
+                var count = 0
+                while stopRequested.wait(timeout: .now() + seconds) == .timedOut {
+                    sweep(count)
+                    count += 1
+                }
+            }, error: &error)
         guard let started else {
             fatalError("could not start the idle-instance sweeper thread (error \(error))")
         }
@@ -36,7 +38,12 @@ final class IdleSweeper: Sendable {
 
     /// Stops the thread, after the sweep under way if any, and waits for it. Once only.
     func stop() {
-        guard let running = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
+        guard
+            let running = thread.withLock({ thread in
+                defer { thread = nil }
+                return thread
+            })
+        else { return }
         stopRequested.signal()
         pthread_join(running, nil)
     }

@@ -43,7 +43,8 @@ enum InstanceHistory {
     /// (it always is: it was decoded before it was accepted).
     private static func canonical(_ json: [UInt8]) -> [UInt8]? {
         guard let value = try? JSONSerialization.jsonObject(with: Data(json), options: [.fragmentsAllowed]),
-              let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
+            let data = try? JSONSerialization.data(
+                withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
         else { return nil }
         return Array(data)
     }

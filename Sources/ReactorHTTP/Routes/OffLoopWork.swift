@@ -20,39 +20,46 @@ extension ReactorService {
     /// through `responder`; or answers `503` when too many requests wait for the store already.
     /// A refusal because another node holds the instance is tried again (see ``retry``) until
     /// `ownershipDeadline`, or for ``ReactorServiceConfiguration/ownershipWait`` from now.
-    func serveOffLoop(_ request: HTTPRequest, _ scope: RequestScope,
-                              _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
-                              responder: HTTPResponder, ownershipDeadline: UInt64? = nil) {
-        storeWork.submit({
-            do {
-                switch try handler(request, scope) {
-                case .now(let response): responder.respond(scope.finish(response))
-                case .deferred(let response): responder.respond(response)
+    func serveOffLoop(
+        _ request: HTTPRequest, _ scope: RequestScope,
+        _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
+        responder: HTTPResponder, ownershipDeadline: UInt64? = nil
+    ) {
+        storeWork.submit(
+            {
+                do {
+                    switch try handler(request, scope) {
+                    case .now(let response): responder.respond(scope.finish(response))
+                    case .deferred(let response): responder.respond(response)
+                    }
+                } catch let problem as Problem
+                    where self.waitsForOwnership(after: problem)
+                    && ownershipDeadline.map({ DispatchTime.now().uptimeNanoseconds < $0 }) ?? true
+                {
+                    let deadline = ownershipDeadline ?? self.ownershipDeadlineFromNow()
+                    self.retry(request, scope, handler, until: deadline, responder: responder)
+                } catch {
+                    responder.respond(scope.finish(Self.problem(for: error).response))
                 }
-            } catch let problem as Problem where self.waitsForOwnership(after: problem)
-                && ownershipDeadline.map({ DispatchTime.now().uptimeNanoseconds < $0 }) ?? true {
-                let deadline = ownershipDeadline ?? self.ownershipDeadlineFromNow()
-                self.retry(request, scope, handler, until: deadline, responder: responder)
-            } catch {
-                responder.respond(scope.finish(Self.problem(for: error).response))
-            }
-        }, refuse: {
-            responder.respond(scope.finish(Problem.storeBusy.response))
-        })
+            },
+            refuse: {
+                responder.respond(scope.finish(Problem.storeBusy.response))
+            })
     }
 
     /// Serves the request again shortly, off the event loops (see
     /// ``ReactorServiceConfiguration/ownershipWait``), and again while its instance is another
     /// node's, until `deadline`. `scope` may wait for the store.
-    func retry(_ request: HTTPRequest, _ scope: RequestScope,
-                       _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
-                       until deadline: UInt64, responder: HTTPResponder) {
+    func retry(
+        _ request: HTTPRequest, _ scope: RequestScope,
+        _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply,
+        until deadline: UInt64, responder: HTTPResponder
+    ) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) {
             self.serveOffLoop(request, scope, handler, responder: responder, ownershipDeadline: deadline)
         }
     }
 }
-
 
 /// Thrown on an event loop by a route that would have to wait for the session store: the
 /// service serves the request again off the loop (see ``RequestScope/mayWaitForStore``).

@@ -1,8 +1,8 @@
 import Dispatch
-import ReactorHosting
 import Locking
 import Logging
 import MicroHTTP
+import ReactorHosting
 import ServiceLifecycle
 
 /// A reactor service on its own HTTP server, with idle-instance expiry running.
@@ -41,10 +41,12 @@ public final class ReactorServer: Service, Sendable {
     }
 
     /// Creates a server; nothing listens until `start()`.
-    public init(registry: ReactorHosting.ReactorRegistry,
-                configuration: ReactorServiceConfiguration = .init(),
-                http httpConfiguration: HTTPServerConfiguration = .init(),
-                logger: Logger = Logger(label: "reactor-server")) {
+    public init(
+        registry: ReactorHosting.ReactorRegistry,
+        configuration: ReactorServiceConfiguration = .init(),
+        http httpConfiguration: HTTPServerConfiguration = .init(),
+        logger: Logger = Logger(label: "reactor-server")
+    ) {
         let service = ReactorService(registry: registry, configuration: configuration, logger: logger)
         var httpConfiguration = httpConfiguration
         httpConfiguration.errorResponse = { status, detail in
@@ -53,10 +55,14 @@ public final class ReactorServer: Service, Sendable {
         let router = service.makeRouter()
         self.service = service
         self.logger = logger
-        self.threadCounts = (min(max(1, httpConfiguration.threads), max(1, httpConfiguration.connectionLimit)),
-                             configuration.reactorThreads)
+        self.threadCounts = (
+            min(max(1, httpConfiguration.threads), max(1, httpConfiguration.connectionLimit)),
+            configuration.reactorThreads
+        )
         self.http = HTTPServer(configuration: httpConfiguration) { request in router.handle(request) }
-        let shortest = configuration.store == nil ? configuration.idleTimeout
+        let shortest =
+            configuration.store == nil
+            ? configuration.idleTimeout
             : min(configuration.idleTimeout, configuration.passivateAfter)
         self.expiryPeriod = min(max(shortest / 4, .milliseconds(10)), .seconds(30))
     }
@@ -74,8 +80,12 @@ public final class ReactorServer: Service, Sendable {
             if count % 8 == 7 { service.expireStoredSessions() }
         }
         expiry.withLock { $0 = sweeper }
-        logger.info("listening", metadata: ["port": "\(http.port)", "http-threads": "\(threadCounts.http)",
-                                            "reactor-threads": "\(threadCounts.reactor)"])
+        logger.info(
+            "listening",
+            metadata: [
+                "port": "\(http.port)", "http-threads": "\(threadCounts.http)",
+                "reactor-threads": "\(threadCounts.reactor)",
+            ])
     }
 
     /// The bound port (useful with port 0).
@@ -87,7 +97,10 @@ public final class ReactorServer: Service, Sendable {
     /// `moved`, so clients resume on another node at once.
     public func shutdown() {
         phase.withLock { $0 = .stopped }
-        expiry.withLock { sweeper in defer { sweeper = nil }; return sweeper }?.stop()
+        expiry.withLock { sweeper in
+            defer { sweeper = nil }
+            return sweeper
+        }?.stop()
         // Actions answered 202 so far reach the event streams before those end.
         service.finishQueuedActions(within: .milliseconds(250))
         service.handOffInstances()

@@ -17,8 +17,9 @@ extension ReactorService {
             throw Problem(HostingError.invalidParameters("the type '\(type.name)' takes no parameters"))
         }
         let context = CreationContext(idempotencyKey: try Self.idempotencyKey(request), remoteAddress: request.remoteAddress)
-        let creation = InstanceCreation(parameters: body.parameters.flatMap { $0 == .null ? nil : JSONCoding.encodeState($0) },
-                                        context: context)
+        let creation = InstanceCreation(
+            parameters: body.parameters.flatMap { $0 == .null ? nil : JSONCoding.encodeState($0) },
+            context: context)
         // A new id is checked against the stored ones: off the event loop.
         try leaveTheLoopToWaitForTheStore(scope)
         let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type, creation: creation) }
@@ -38,7 +39,8 @@ extension ReactorService {
         instance.touch()
         let snapshot = Self.snapshot(instance)
         if let ifNoneMatch = request.headers["If-None-Match"],
-           ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" }) {
+            ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" })
+        {
             return HTTPResponse(status: 304, headers: ["ETag": snapshot.etag])
         }
         return HTTPResponse(snapshot.response)
@@ -91,19 +93,21 @@ extension ReactorService {
             }
         }
         let timeout = configuration.waitTimeout
-        return .deferred(HTTPResponse.deferred { responder in
-            let reply = ReplyOnce(responder: responder, scope: scope)
-            instance.whenSettled(receipt) {
-                reply.send(Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay))
-            }
-            // Whichever comes first answers; the later one is ignored. The 202 still waits for
-            // the action's commit.
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
-                let accepted = Self.marked(HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
-                guard let ticket else { return reply.send(accepted) }
-                ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
-            }
-        })
+        return .deferred(
+            HTTPResponse.deferred { responder in
+                let reply = ReplyOnce(responder: responder, scope: scope)
+                instance.whenSettled(receipt) {
+                    reply.send(Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay))
+                }
+                // Whichever comes first answers; the later one is ignored. The 202 still waits for
+                // the action's commit.
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
+                    let accepted = Self.marked(
+                        HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
+                    guard let ticket else { return reply.send(accepted) }
+                    ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
+                }
+            })
     }
 
     /// The span of the action `request` sends to `instance`, continuing the trace its headers
@@ -143,9 +147,11 @@ extension ReactorService {
             throw error
         }
         instance.touch()
-        return .stream(status: 200, headers: headers, source: subscriber,
-                       heartbeat: HTTPHeartbeat(interval: configuration.heartbeatInterval,
-                                                bytes: ServerSentEvents.heartbeat))
+        return .stream(
+            status: 200, headers: headers, source: subscriber,
+            heartbeat: HTTPHeartbeat(
+                interval: configuration.heartbeatInterval,
+                bytes: ServerSentEvents.heartbeat))
     }
 
     func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
@@ -156,8 +162,9 @@ extension ReactorService {
         let history = instance.timeline.history(after: after)
         var headers = Self.jsonHeaders
         headers["Cache-Control"] = "no-store"
-        return HTTPResponse(status: 200, headers: headers,
-                            body: InstanceHistory.body(id: instance.id, type: instance.typeName, history: history, latest: latest))
+        return HTTPResponse(
+            status: 200, headers: headers,
+            body: InstanceHistory.body(id: instance.id, type: instance.typeName, history: history, latest: latest))
     }
 
     /// The instance the request's path names. One not in memory is brought back from the store

@@ -31,8 +31,10 @@ public final class ReactorService: Sendable {
     let storeWork = BlockingWorkPool()
 
     /// Creates a service serving the registered reactor types.
-    public init(registry: ReactorHosting.ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
-                logger: Logger = Logger(label: "reactor-server")) {
+    public init(
+        registry: ReactorHosting.ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
+        logger: Logger = Logger(label: "reactor-server")
+    ) {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
@@ -105,8 +107,11 @@ public final class ReactorService: Sendable {
         }
         add(&router, .GET, "/readyz") { _, _ in
             if let reason = self.host.unreadiness {
-                return .now(Problem(status: 503, kind: "not-ready", title: "Not ready",
-                                    detail: "this server should not be sent new work now: \(reason)", retryAfter: 1).response)
+                return .now(
+                    Problem(
+                        status: 503, kind: "not-ready", title: "Not ready",
+                        detail: "this server should not be sent new work now: \(reason)", retryAfter: 1
+                    ).response)
             }
             return .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ready"}"#.utf8)))
         }
@@ -114,23 +119,28 @@ public final class ReactorService: Sendable {
             self.metrics.instanceCount(self.table.count)
             self.metrics.streamCount(self.streamCount)
             self.metrics.requestsWaitingForStore(self.storeWork.pending)
-            return .now(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-                                     body: self.metrics.render()))
+            return .now(
+                HTTPResponse(
+                    status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                    body: self.metrics.render()))
         }
         router.notFound = { request in
-            let scope = RequestScope(service: self, metrics: self.metrics.unmatched(method: request.method),
-                                     request: request)
+            let scope = RequestScope(
+                service: self, metrics: self.metrics.unmatched(method: request.method),
+                request: request)
             return scope.finish(Problem.notFound("no route matches \(request.path)").response)
         }
         router.methodNotAllowed = { request, allowed, route in
             // Counted under the route the path matched, with the method it was asked for.
-            let scope = RequestScope(service: self, metrics: self.metrics.refused(method: request.method, route: route),
-                                     request: request)
+            let scope = RequestScope(
+                service: self, metrics: self.metrics.refused(method: request.method, route: route),
+                request: request)
             if request.method == .OPTIONS, let preflight = self.cors.preflight(request, allowed: allowed) {
                 return scope.finish(preflight)
             }
-            let problem = Problem.methodNotAllowed(request.method.rawValue, path: request.path,
-                                                   allowed: allowed.map(\.rawValue))
+            let problem = Problem.methodNotAllowed(
+                request.method.rawValue, path: request.path,
+                allowed: allowed.map(\.rawValue))
             return scope.finish(problem.response)
         }
         return router

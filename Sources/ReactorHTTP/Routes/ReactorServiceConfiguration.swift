@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import Tracing
-import ReactorHosting
 import MicroHTTP
+import ReactorHosting
+import Tracing
 
 /// Limits and behaviour of a reactor service. Every field has a flag and an environment
 /// variable in `reactor-server`.

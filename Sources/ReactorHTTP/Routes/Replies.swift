@@ -8,13 +8,16 @@ import Synchronization
 
 extension ReactorService {
     /// `make`'s response now, or once `ticket`'s write is committed.
-    static func reply(after ticket: CommitTicket?, _ scope: RequestScope,
-                              _ make: @escaping @Sendable () -> HTTPResponse) -> RouteReply {
+    static func reply(
+        after ticket: CommitTicket?, _ scope: RequestScope,
+        _ make: @escaping @Sendable () -> HTTPResponse
+    ) -> RouteReply {
         guard let ticket else { return .now(make()) }
-        return .deferred(HTTPResponse.deferred { responder in
-            let reply = ReplyOnce(responder: responder, scope: scope)
-            ticket.whenCommitted { outcome in reply.send(outcome == .committed ? make() : Self.notCommitted(outcome)) }
-        })
+        return .deferred(
+            HTTPResponse.deferred { responder in
+                let reply = ReplyOnce(responder: responder, scope: scope)
+                ticket.whenCommitted { outcome in reply.send(outcome == .committed ? make() : Self.notCommitted(outcome)) }
+            })
     }
 
     /// The answer when the store did not commit what a request did: it was not accepted.
@@ -22,11 +25,11 @@ extension ReactorService {
         outcome == .overtaken ? overtaken.response : commitFailed.response
     }
 
-    static let commitFailed = Problem(HostingError.storeUnavailable(
-        "the session store failed to commit this request (see the server's log)"))
+    static let commitFailed = Problem(
+        HostingError.storeUnavailable(
+            "the session store failed to commit this request (see the server's log)"))
     /// Another node claimed the instance while the request's write was being committed.
     static let overtaken = Problem(HostingError.ownedElsewhere(retryAfterSeconds: 1))
-
 
     /// `response`, marked `Idempotent-Replayed: true` when it answers a retry of an action
     /// already sent (the first attempt's answer).
@@ -45,8 +48,9 @@ extension ReactorService {
     static func snapshot(_ instance: any HostedInstance) -> InstanceSnapshot {
         instance.timeline.latestSnapshot { state in
             let etag = etag(state.version)
-            let response = PreparedResponse(status: 200, headers: snapshotHeaders(etag: etag),
-                                            body: snapshotBody(instance, state))
+            let response = PreparedResponse(
+                status: 200, headers: snapshotHeaders(etag: etag),
+                body: snapshotBody(instance, state))
             return InstanceSnapshot(version: state.version, etag: etag, response: response)
         }
     }

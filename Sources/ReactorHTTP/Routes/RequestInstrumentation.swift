@@ -6,8 +6,10 @@ import ReactorHosting
 // Around every route: metrics, CORS, the request log, and the refusals routes throw.
 
 extension ReactorService {
-    func add(_ router: inout Router, _ method: HTTPMethod, _ pattern: String,
-                     _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply) {
+    func add(
+        _ router: inout Router, _ method: HTTPMethod, _ pattern: String,
+        _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply
+    ) {
         let routeMetrics = metrics.route(pattern, method: method.rawValue)
         router.add(method, pattern) { request in
             let scope = RequestScope(service: self, metrics: routeMetrics, request: request)
@@ -45,13 +47,15 @@ extension ReactorService {
             // Numbered only when logged: a counter shared by every worker thread costs a
             // contended cache line per request.
             let requestID = requestCount.wrappingAdd(1, ordering: .relaxed).newValue
-            logger.debug("request", metadata: [
-                "request-id": "\(requestID)",
-                "method": "\(scope.request.method.rawValue)",
-                "path": "\(Self.loggable(path: scope.request.path))",
-                "status": "\(response.status)",
-                "micros": "\(elapsed / 1000)",
-            ])
+            logger.debug(
+                "request",
+                metadata: [
+                    "request-id": "\(requestID)",
+                    "method": "\(scope.request.method.rawValue)",
+                    "path": "\(Self.loggable(path: scope.request.path))",
+                    "status": "\(response.status)",
+                    "micros": "\(elapsed / 1000)",
+                ])
         }
         return response
     }

@@ -7,9 +7,11 @@ import Tracing
 extension ReactorService {
     func requireJSON(_ request: HTTPRequest) throws(Problem) {
         guard let contentType = request.headers["Content-Type"],
-              contentType != "application/json" else { return }
+            contentType != "application/json"
+        else { return }
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() } ?? ""
-        let accepted = mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
+        let accepted =
+            mediaType.isEmpty || mediaType == "application/json" || mediaType.hasSuffix("+json")
             || mediaType == "application/x-www-form-urlencoded"
         guard accepted else { throw Problem.unsupportedMediaType(contentType) }
     }
@@ -39,7 +41,8 @@ extension ReactorService {
     /// A state version given as `name` (a header or query parameter): digits only.
     static func version(_ text: String, name: String) throws(Problem) -> UInt64 {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let version = UInt64(text) else {
+            let version = UInt64(text)
+        else {
             throw Problem.invalidParameter("\(name) must be a state version (a non-negative integer), not '\(text.prefix(64))'")
         }
         return version
@@ -84,7 +87,8 @@ struct CreateInstanceRequest: Decodable {
         if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { $0 != "type" && $0 != "parameters" }) {
             throw DecodingError.dataCorruptedError(
                 forKey: Key(stringValue: unknown), in: container,
-                debugDescription: "unknown field '\(unknown.prefix(64))' (a creation names its 'type' and, for a type that takes them, its 'parameters')")
+                debugDescription:
+                    "unknown field '\(unknown.prefix(64))' (a creation names its 'type' and, for a type that takes them, its 'parameters')")
         }
         type = try container.decode(String.self, forKey: Key(stringValue: "type"))
         parameters = try container.decodeIfPresent(JSONValue.self, forKey: Key(stringValue: "parameters"))
@@ -102,7 +106,8 @@ extension Substring {
         let utf8 = self.utf8
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
         guard let first = utf8.firstIndex(where: { !isSpace($0) }),
-              let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+            let last = utf8.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(decoding: utf8[first...last], as: UTF8.self)
     }
 }

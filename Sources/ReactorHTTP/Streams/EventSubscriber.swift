@@ -53,9 +53,11 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     ///   - onClose: called once when the stream closes, for any reason.
     ///   - onWrite: told the newest version each chunk handed to the connection holds (tracing).
     ///   - format: whole states, or patches from the state sent before.
-    init(timeline: StateTimeline, resumingAfter lastEventID: UInt64?, format: EventFormat = .states,
-         retryMilliseconds: Int, onWrite: (@Sendable (_ version: UInt64) -> Void)? = nil,
-         onClose: @escaping @Sendable () -> Void) {
+    init(
+        timeline: StateTimeline, resumingAfter lastEventID: UInt64?, format: EventFormat = .states,
+        retryMilliseconds: Int, onWrite: (@Sendable (_ version: UInt64) -> Void)? = nil,
+        onClose: @escaping @Sendable () -> Void
+    ) {
         self.timeline = timeline
         self.format = format
         self.retryMilliseconds = retryMilliseconds
@@ -166,7 +168,8 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     /// otherwise the whole state. Either is framed once per version and shared.
     private func event(for state: any VersionedState, after sent: (any VersionedState)?) -> [UInt8] {
         if format == .patches, let sent, state.version == sent.version &+ 1,
-           let patch = state.framedPatch(from: sent, by: ServerSentEvents.patchEvent(version:patch:)) {
+            let patch = state.framedPatch(from: sent, by: ServerSentEvents.patchEvent(version:patch:))
+        {
             return patch
         }
         return ServerSentEvents.stateEvent(state)
@@ -177,13 +180,17 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private func catchUp(to latest: any VersionedState) -> [any VersionedState] {
         let lastSent: UInt64? = progress.withLock { $0.replay.isEmpty ? $0.lastSentVersion : nil }
         guard let lastSent, latest.version > lastSent + 1, latest.version - lastSent <= Self.catchUpLimit,
-              let missed = timeline.states(after: lastSent) else { return [] }
+            let missed = timeline.states(after: lastSent)
+        else { return [] }
         return missed.filter { $0.version < latest.version }
     }
 
     func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {
         let first: Bool = progress.withLock { progress in
-            defer { progress.closed = true; progress.stream = nil }
+            defer {
+                progress.closed = true
+                progress.stream = nil
+            }
             return !progress.closed
         }
         guard first else { return }

@@ -20,7 +20,8 @@ enum ServerSentEvents {
     /// `id: <version>` / `event: state` / `data: <json>`: a state's event, built once per version
     /// and kept with it, so in one buffer of its final size.
     static func stateEvent(version: UInt64, json: [UInt8]) -> [UInt8] {
-        let head = "id: ".utf8, middle = "\nevent: state\ndata: ".utf8
+        let head = "id: ".utf8
+        let middle = "\nevent: state\ndata: ".utf8
         var bytes: [UInt8] = []
         bytes.reserveCapacity(head.count + JSONText.decimalDigitCount(of: version) + middle.count + json.count + 2)
         bytes.append(contentsOf: head)

@@ -5,8 +5,10 @@ import SortedJSON
 /// (`{"add":{"title":"milk"}}`), or a bare JSON string naming a case without payload
 /// (`"increase"`, read as `{"increase":{}}`). Failures name what was wrong.
 package enum ActionDecoding {
-    package static func decode<Action: Decodable>(_ type: Action.Type, from body: [UInt8],
-                                          rawValue: RawValueDecoder<Action>) throws(HostingError) -> Action {
+    package static func decode<Action: Decodable>(
+        _ type: Action.Type, from body: [UInt8],
+        rawValue: RawValueDecoder<Action>
+    ) throws(HostingError) -> Action {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw HostingError.invalidAction("the body is empty: send the JSON of an action, for example \"increase\"")
         }

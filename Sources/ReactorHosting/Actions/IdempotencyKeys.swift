@@ -64,8 +64,10 @@ final class IdempotencyKeys: Sendable {
     private let entries: Locked<[String: Entry]>
 
     init(restoring remembered: [RememberedKey] = []) {
-        entries = Locked(Dictionary(remembered.map { ($0.key, Entry(remembered: $0, ticket: nil)) },
-                                    uniquingKeysWith: { $0.remembered.seq > $1.remembered.seq ? $0 : $1 }))
+        entries = Locked(
+            Dictionary(
+                remembered.map { ($0.key, Entry(remembered: $0, ticket: nil)) },
+                uniquingKeysWith: { $0.remembered.seq > $1.remembered.seq ? $0 : $1 }))
     }
 
     /// Moves the key remembered for the action `old` to `new` (an acknowledged action sent again
@@ -82,9 +84,12 @@ final class IdempotencyKeys: Sendable {
 
     /// What `key` was sent with, or, when it is not remembered, the result of `send` (which sends
     /// the action and returns its sequence and ticket), remembered under it; under the lock.
-    func lookUpOrSend(_ key: String, digest: UInt64,
-                      _ send: () throws(HostingError) -> (seq: UInt64, ticket: CommitTicket?))
-        throws(HostingError) -> (remembered: RememberedKey, ticket: CommitTicket?, isReplay: Bool) {
+    func lookUpOrSend(
+        _ key: String, digest: UInt64,
+        _ send: () throws(HostingError) -> (seq: UInt64, ticket: CommitTicket?)
+    )
+        throws(HostingError) -> (remembered: RememberedKey, ticket: CommitTicket?, isReplay: Bool)
+    {
         try entries.withLock { entries throws(HostingError) in
             if let entry = entries[key] { return (entry.remembered, entry.ticket, true) }
             let (seq, ticket) = try send()

@@ -30,12 +30,14 @@ package final class InstanceContext: Sendable {
     /// Traces each action (see ``ActionTraces``); nil: nothing is traced.
     let tracer: (any Tracer)?
 
-    package init(now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
-                 historyCapacity: Int, subscriberLimit: Int, logger: Logger, drainPool: DrainPool?,
-                 stallTimeout: Duration, committer: GroupCommitter?,
-                 stallChanged: @escaping @Sendable (Bool) -> Void,
-                 errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
-                 mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil) {
+    package init(
+        now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
+        historyCapacity: Int, subscriberLimit: Int, logger: Logger, drainPool: DrainPool?,
+        stallTimeout: Duration, committer: GroupCommitter?,
+        stallChanged: @escaping @Sendable (Bool) -> Void,
+        errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
+        mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil
+    ) {
         self.now = now
         self.wallClock = wallClock
         self.historyCapacity = historyCapacity
@@ -133,8 +135,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // (by a crashed process, or by the store a restored backup replaced).
         let resumedVersion = restored?.resumedVersion ?? 0
         if let restored {
-            _ = reactor.runtime.restore(reactor, state: restored.state, version: resumedVersion,
-                                        sequence: restored.stored.startedThrough)
+            _ = reactor.runtime.restore(
+                reactor, state: restored.state, version: resumedVersion,
+                sequence: restored.stored.startedThrough)
             if !restored.stored.rememberedKeys.isEmpty {
                 _ = keys.storeIfNil(IdempotencyKeys(restoring: restored.stored.rememberedKeys))
             }
@@ -160,8 +163,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 context.stallChanged(stalled)
                 let label = InstanceID.logLabel(instanceID)
                 if stalled {
-                    context.logger.error("instance stalled: mutate, reduce or a transform has not returned; new actions are refused until it does",
-                                         metadata: ["instance": "\(label)", "type": "\(typeName)", "after": "\(context.stallTimeout)"])
+                    context.logger.error(
+                        "instance stalled: mutate, reduce or a transform has not returned; new actions are refused until it does",
+                        metadata: ["instance": "\(label)", "type": "\(typeName)", "after": "\(context.stallTimeout)"])
                 } else {
                     context.logger.notice("stalled instance returned; it takes actions again", metadata: ["instance": "\(label)"])
                 }
@@ -178,10 +182,14 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             if let restored {
                 committer.markServed(restored, id: id, resumedVersion: resumedVersion)
                 if restored.skipsVersions {
-                    context.logger.info("versions resume past those clients may have been shown with other states",
-                                        metadata: ["instance": "\(InstanceID.logLabel(id))", "stored": "\(restored.stored.version)",
-                                                   "now": "\(resumedVersion)",
-                                                   "because": "\(restored.stored.publishedAhead ? "its last process served it ahead of the store and did not leave it cleanly" : "a restored backup took it back")"])
+                    context.logger.info(
+                        "versions resume past those clients may have been shown with other states",
+                        metadata: [
+                            "instance": "\(InstanceID.logLabel(id))", "stored": "\(restored.stored.version)",
+                            "now": "\(resumedVersion)",
+                            "because":
+                                "\(restored.stored.publishedAhead ? "its last process served it ahead of the store and did not leave it cleanly" : "a restored backup took it back")",
+                        ])
                 }
             }
             let startVersion = resumedVersion
@@ -192,9 +200,10 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 let json = JSONCoding.encodeState(state)
                 let now = context.wallClock()
                 let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver, publishedAt: now)
-                let write = SessionWrite.version(id: instanceID, version: version, state: json,
-                                                 startedThrough: runtime.startedThroughForObserver,
-                                                 producedBy: origin.producedBy, lastActivity: now)
+                let write = SessionWrite.version(
+                    id: instanceID, version: version, state: json,
+                    startedThrough: runtime.startedThroughForObserver,
+                    producedBy: origin.producedBy, lastActivity: now)
                 committer.enqueue(write) { outcome in
                     // A failed or overtaken commit drops the instance; its state is never shown.
                     if outcome == .committed { publisher.publish(state, version: version, json: json, origin: origin) }
@@ -202,17 +211,20 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             }
         } else {
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
-                let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver,
-                                           publishedAt: context.wallClock())
+                let origin = VersionOrigin(
+                    version: version, producedBy: runtime.producingActionForObserver,
+                    publishedAt: context.wallClock())
                 publisher.publish(state, version: version, origin: origin)
             }
         }
         reactor.observeErrorsUntilDisposed { failure in
-            context.logger.warning("mutation failed", metadata: [
-                "instance": "\(InstanceID.logLabel(instanceID))",
-                "action": "\(failure.actionSequence.map(String.init) ?? "-")",
-                "error": "\(failure.errorType): \(failure.message)",
-            ])
+            context.logger.warning(
+                "mutation failed",
+                metadata: [
+                    "instance": "\(InstanceID.logLabel(instanceID))",
+                    "action": "\(failure.actionSequence.map(String.init) ?? "-")",
+                    "error": "\(failure.errorType): \(failure.message)",
+                ])
             context.mutationFailed()
             timeline.broadcast(event: context.errorEvent(failure))
         }
@@ -225,19 +237,29 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let label = InstanceID.logLabel(id)
         for interrupted in restored.interrupted {
             let seq = interrupted.sequence
-            context.logger.warning("action interrupted by a crash; handed to the reactor's recovery hook",
-                                   metadata: ["instance": "\(label)", "action": "\(seq)",
-                                              "reducedMutations": "\(interrupted.reducedMutations)"])
-            let failure = MutationFailure(actionSequence: seq, errorType: "InterruptedAction",
-                                          message: "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it")
+            context.logger.warning(
+                "action interrupted by a crash; handed to the reactor's recovery hook",
+                metadata: [
+                    "instance": "\(label)", "action": "\(seq)",
+                    "reducedMutations": "\(interrupted.reducedMutations)",
+                ])
+            let failure = MutationFailure(
+                actionSequence: seq, errorType: "InterruptedAction",
+                message:
+                    "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it"
+            )
             timeline.retain(event: context.errorEvent(failure))
             context.committer?.enqueue(.settle(id: id, seq: seq))
         }
         for (seq, reason) in restored.undecodable {
-            context.logger.error("an acknowledged action no longer decodes as this type's Action; reported and not applied",
-                                 metadata: ["instance": "\(label)", "type": "\(typeName)", "action": "\(seq)", "error": "\(reason)"])
-            let failure = MutationFailure(actionSequence: seq, errorType: "UndecodableAction",
-                                          message: "action \(seq) was accepted by an earlier build and no longer decodes as this type's Action (\(reason)); it was not applied")
+            context.logger.error(
+                "an acknowledged action no longer decodes as this type's Action; reported and not applied",
+                metadata: ["instance": "\(label)", "type": "\(typeName)", "action": "\(seq)", "error": "\(reason)"])
+            let failure = MutationFailure(
+                actionSequence: seq, errorType: "UndecodableAction",
+                message:
+                    "action \(seq) was accepted by an earlier build and no longer decodes as this type's Action (\(reason)); it was not applied"
+            )
             timeline.retain(event: context.errorEvent(failure))
             context.committer?.enqueue(.settle(id: id, seq: seq))
         }
@@ -247,8 +269,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         for (seq, action, json) in restored.unstarted {
             let receipt = reactor.send(action)
             timeline.record(ActionRecord(seq: receipt.sequence, json: json, acceptedAt: context.wallClock()))
-            context.logger.info("acknowledged action applied after a restart",
-                                metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
+            context.logger.info(
+                "acknowledged action applied after a restart",
+                metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
             if receipt.sequence != seq {
                 let key = keys.load()?.renumber(seq, to: receipt.sequence)
                 context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key))
@@ -272,7 +295,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     }
 
     package func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
-        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool) {
+        throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool)
+    {
         let digest = RememberedKey.digest(of: actionJSON)
         let keys = self.keys.load() ?? self.keys.storeIfNil(IdempotencyKeys())
         let (remembered, ticket, isReplay) = try keys.lookUpOrSend(idempotencyKey, digest: digest) { () throws(HostingError) in
@@ -293,7 +317,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     /// Sends the action, its record carrying `key` (the idempotency key and the JSON's digest)
     /// when the client sent one.
     private func send(actionJSON: [UInt8], trace: (any Span)?, key: (String, UInt64)?)
-        throws(HostingError) -> (ActionReceipt, CommitTicket?) {
+        throws(HostingError) -> (ActionReceipt, CommitTicket?)
+    {
         let traces = trace == nil ? nil : self.traces
         let action: R.Action
         if let traces {
@@ -379,9 +404,11 @@ extension GroupCommitter {
     /// skips from the same stored version to the same number, with the same state.
     fileprivate func markServed<R: Reactor>(_ restored: Restoration<R>, id: String, resumedVersion: UInt64) {
         if restored.skipsVersions {
-            enqueueHeld(.version(id: id, version: resumedVersion, state: restored.stateJSON,
-                                 startedThrough: restored.stored.startedThrough, producedBy: 0,
-                                 lastActivity: restored.stored.lastActivity))
+            enqueueHeld(
+                .version(
+                    id: id, version: resumedVersion, state: restored.stateJSON,
+                    startedThrough: restored.stored.startedThrough, producedBy: 0,
+                    lastActivity: restored.stored.lastActivity))
         }
         if publishesAhead && !restored.stored.publishedAhead { enqueueHeld(.publishingAhead(id: id)) }
     }
@@ -441,8 +468,10 @@ struct Restoration<R: Reactor> {
             if pending.seq > stored.startedThrough {
                 unstarted.append((pending.seq, action, pending.action))
             } else {
-                interrupted.append(InterruptedAction(action: action, sequence: pending.seq,
-                                                     reducedMutations: pending.producedVersions))
+                interrupted.append(
+                    InterruptedAction(
+                        action: action, sequence: pending.seq,
+                        reducedMutations: pending.producedVersions))
             }
         }
         self.unstarted = unstarted

@@ -53,4 +53,3 @@ public struct InstanceCreation: Sendable, Equatable {
         var parameters: JSONValue?
     }
 }
-

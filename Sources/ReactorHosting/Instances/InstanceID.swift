@@ -67,8 +67,9 @@ package struct InstanceKey: Hashable, Sendable {
     /// The key of an id's UTF-8; nil unless it is 22 characters of the id alphabet.
     package init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 22,
-              let head = Self.pack(bytes, 0..<10), let middle = Self.pack(bytes, 10..<20),
-              let tail = Self.pack(bytes, 20..<22) else { return nil }
+            let head = Self.pack(bytes, 0..<10), let middle = Self.pack(bytes, 10..<20),
+            let tail = Self.pack(bytes, 20..<22)
+        else { return nil }
         self.init(head: head, middle: middle, tail: UInt16(tail))
     }
 

@@ -29,8 +29,10 @@ package final class InstanceTable: Sendable {
 
     /// Creates an instance with a fresh id, unless the table is full. `isTaken` tells of ids
     /// in use elsewhere (a stored session), which are never given out again.
-    package func create(isTaken: (String) -> Bool = { _ in false },
-                        _ make: (String) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
+    package func create(
+        isTaken: (String) -> Bool = { _ in false },
+        _ make: (String) -> any HostedInstance
+    ) throws(HostingError) -> any HostedInstance {
         guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
             reserved.wrappingSubtract(1, ordering: .relaxed)
             throw HostingError.tooManyInstances(limit: limit)
@@ -64,8 +66,10 @@ package final class InstanceTable: Sendable {
 
     /// The instance under `key`, or the one `make` builds, stored there, when there is none
     /// (then counted against the limit).
-    package func insertIfAbsent(key: InstanceKey,
-                                _ make: () throws(HostingError) -> any HostedInstance) throws(HostingError) -> any HostedInstance {
+    package func insertIfAbsent(
+        key: InstanceKey,
+        _ make: () throws(HostingError) -> any HostedInstance
+    ) throws(HostingError) -> any HostedInstance {
         if let live = instance(key: key) { return live }
         guard reserved.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
             reserved.wrappingSubtract(1, ordering: .relaxed)
@@ -143,12 +147,15 @@ package final class InstanceTable: Sendable {
 
     /// Removes `instance` if it is still the one under its id and still idle since before
     /// `cutoff` with no open event stream and `condition` holding; returns whether it did.
-    package func removeIfIdle(_ instance: any HostedInstance, before cutoff: UInt64,
-                              where condition: (any HostedInstance) -> Bool) -> Bool {
+    package func removeIfIdle(
+        _ instance: any HostedInstance, before cutoff: UInt64,
+        where condition: (any HostedInstance) -> Bool
+    ) -> Bool {
         guard let key = InstanceKey(instance.id) else { return false }
         let removed = shard(key).withLock { instances -> Bool in
             guard let current = instances[key], current === instance, current.lastActivity < cutoff,
-                  current.timeline.subscriberCount == 0, condition(current) else { return false }
+                current.timeline.subscriberCount == 0, condition(current)
+            else { return false }
             instances[key] = nil
             return true
         }

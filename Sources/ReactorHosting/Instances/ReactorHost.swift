@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 import Locking
 import Logging
-import Tracing
 import ReactorCore
 import Synchronization
+import Tracing
 
 /// How a ``ReactorHost`` keeps its instances: limits, history, threads and the session store.
 package struct HostingConfiguration: Sendable {
@@ -78,16 +78,19 @@ package final class ReactorHost: Sendable {
     /// - Parameters:
     ///   - errorEvent: frames a mutation error for the instance's streams.
     ///   - stallChanged, mutationFailed: told of stalls and mutation errors (for metrics).
-    package init(registry: ReactorRegistry, configuration: HostingConfiguration, logger: Logger,
-                 errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
-                 stallChanged: @escaping @Sendable (Bool) -> Void = { _ in },
-                 mutationFailed: @escaping @Sendable () -> Void = {}) {
+    package init(
+        registry: ReactorRegistry, configuration: HostingConfiguration, logger: Logger,
+        errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
+        stallChanged: @escaping @Sendable (Bool) -> Void = { _ in },
+        mutationFailed: @escaping @Sendable () -> Void = {}
+    ) {
         self.registry = registry
         self.configuration = configuration
         self.logger = logger
         self.startedAt = configuration.wallClock()
         self.table = InstanceTable(limit: configuration.maxInstances)
-        self.drainPool = configuration.reactorThreads > 0
+        self.drainPool =
+            configuration.reactorThreads > 0
             ? DrainPool(size: configuration.reactorThreads, stallTimeout: configuration.stallTimeout) : nil
         let table = self.table
         self.committer = configuration.store.map {
@@ -126,7 +129,8 @@ package final class ReactorHost: Sendable {
     /// ``HostingError/invalidParameters(_:)`` when they make no reactor, creating nothing). With a
     /// store in ``Durability/sync`` the ticket tells when its creation is committed.
     package func create(_ type: RegisteredType, creation: InstanceCreation = InstanceCreation())
-        throws(HostingError) -> (any HostedInstance, CommitTicket?) {
+        throws(HostingError) -> (any HostedInstance, CommitTicket?)
+    {
         if let error = committer?.lastError { throw HostingError(error) }
         if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
@@ -136,10 +140,11 @@ package final class ReactorHost: Sendable {
         let isShared = configuration.store?.isShared == true
         // Served here from its creation: with async durability, marked as showing versions ahead
         // of the store from the start (a shared store's is marked by the node that claims it).
-        let write = SessionWrite.create(id: instance.id, type: type.name, state: instance.timeline.latest.json,
-                                        lastActivity: configuration.wallClock(),
-                                        publishingAhead: committer.publishesAhead && !isShared,
-                                        creation: creation == InstanceCreation() ? nil : creation.json)
+        let write = SessionWrite.create(
+            id: instance.id, type: type.name, state: instance.timeline.latest.json,
+            lastActivity: configuration.wallClock(),
+            publishingAhead: committer.publishesAhead && !isShared,
+            creation: creation == InstanceCreation() ? nil : creation.json)
         guard isShared else { return (instance, committer.enqueueAcknowledged(write)) }
         // With several nodes, the one the proxy routes the id to claims the new session on its
         // first request: stored unclaimed, it stays in no node's memory until then. Nobody knows
@@ -158,8 +163,10 @@ package final class ReactorHost: Sendable {
     }
 
     /// The instance whose id has this key (`id` spells it): in memory, or activated from the store.
-    package func instance(key: InstanceKey, id: @autoclosure () -> String,
-                          toDelete: Bool = false) throws(HostingError) -> (any HostedInstance)? {
+    package func instance(
+        key: InstanceKey, id: @autoclosure () -> String,
+        toDelete: Bool = false
+    ) throws(HostingError) -> (any HostedInstance)? {
         if let live = table.instance(key: key) { return live }
         guard configuration.store != nil else { return nil }
         // Leaving: another node is to claim it.
@@ -199,8 +206,9 @@ package final class ReactorHost: Sendable {
         } catch {
             if error.kind == .corrupt {
                 configuration.storeObserver.damaged()
-                logger.critical("the session store is damaged: a stored session could not be read, and is not served; stop the server and restore the store from a backup",
-                                metadata: ["instance": "\(InstanceID.logLabel(id))", "error": "\(error.message)"])
+                logger.critical(
+                    "the session store is damaged: a stored session could not be read, and is not served; stop the server and restore the store from a backup",
+                    metadata: ["instance": "\(InstanceID.logLabel(id))", "error": "\(error.message)"])
             }
             throw HostingError(error)
         }
@@ -220,8 +228,9 @@ package final class ReactorHost: Sendable {
         } catch {
             if case .storedSessionIncompatible(let detail) = error {
                 configuration.storeObserver.incompatible()
-                logger.error("a stored session no longer decodes as its type; it is kept unchanged and not served",
-                             metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
+                logger.error(
+                    "a stored session no longer decodes as its type; it is kept unchanged and not served",
+                    metadata: ["instance": "\(InstanceID.logLabel(id))", "type": "\(stored.type)", "error": "\(detail)"])
                 // Loading it claimed it (a shared store): let it go at once, so that a node whose
                 // build does decode it (the next one of a rolling deploy) need not wait out the
                 // lease; unless it is to be deleted, which takes the claim.
@@ -373,8 +382,9 @@ package final class ReactorHost: Sendable {
         committer.enqueue(.release(id: instance.id))
         committer.afterCommit { [self] in
             instance.timeline.end(.moved)
-            logger.debug("instance handed over to the node that asked for it",
-                         metadata: ["instance": "\(InstanceID.logLabel(instance.id))"])
+            logger.debug(
+                "instance handed over to the node that asked for it",
+                metadata: ["instance": "\(InstanceID.logLabel(instance.id))"])
             forget(leaving: instance.id)
         }
     }

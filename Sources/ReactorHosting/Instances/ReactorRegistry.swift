@@ -47,8 +47,11 @@ public struct ReactorRegistry: Sendable {
         exampleActions: [R.Action] = [],
         make: @escaping @Sendable () -> R
     ) {
-        add(RegisteredType(name: name, summary: summary, exampleActions: exampleActions, parameters: nil,
-                           exampleParameters: nil) { (_: InstanceCreation) throws(HostingError) in make() })
+        add(
+            RegisteredType(
+                name: name, summary: summary, exampleActions: exampleActions, parameters: nil,
+                exampleParameters: nil
+            ) { (_: InstanceCreation) throws(HostingError) in make() })
     }
 
     /// Registers a reactor type under `name` whose instances are created with parameters:
@@ -79,23 +82,26 @@ public struct ReactorRegistry: Sendable {
         make: @escaping @Sendable (_ parameters: Parameters, _ context: CreationContext) throws -> R
     ) {
         let exampleJSON = exampleParameters.map { JSONCoding.encodeState($0) }
-        add(RegisteredType(name: name, summary: summary, exampleActions: exampleActions,
-                           parameters: String(describing: Parameters.self), exampleParameters: exampleJSON) {
-            (creation: InstanceCreation) throws(HostingError) in
-            let parameters: Parameters
-            do {
-                parameters = try JSONCoding.decoder.decode(Parameters.self, from: Data(creation.parameters ?? Array("{}".utf8)))
-            } catch let error as DecodingError {
-                throw HostingError.invalidParameters(JSONCoding.describe(error))
-            } catch {
-                throw HostingError.invalidParameters("the parameters are not valid JSON")
-            }
-            do {
-                return try make(parameters, creation.context)
-            } catch {
-                throw HostingError.invalidParameters("\(error)")
-            }
-        })
+        add(
+            RegisteredType(
+                name: name, summary: summary, exampleActions: exampleActions,
+                parameters: String(describing: Parameters.self), exampleParameters: exampleJSON
+            ) {
+                (creation: InstanceCreation) throws(HostingError) in
+                let parameters: Parameters
+                do {
+                    parameters = try JSONCoding.decoder.decode(Parameters.self, from: Data(creation.parameters ?? Array("{}".utf8)))
+                } catch let error as DecodingError {
+                    throw HostingError.invalidParameters(JSONCoding.describe(error))
+                } catch {
+                    throw HostingError.invalidParameters("the parameters are not valid JSON")
+                }
+                do {
+                    return try make(parameters, creation.context)
+                } catch {
+                    throw HostingError.invalidParameters("\(error)")
+                }
+            })
     }
 
     private mutating func add(_ type: RegisteredType) {
@@ -127,15 +133,19 @@ package struct RegisteredType: Sendable {
     let initialStateJSON: [UInt8]?
     /// Makes the reactor of a new instance: checks its creation (throws
     /// ``HostingError/invalidParameters(_:)``) and returns what hosts it under an id.
-    package let prepare: @Sendable (_ creation: InstanceCreation) throws(HostingError)
-        -> @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
+    package let prepare:
+        @Sendable (_ creation: InstanceCreation) throws(HostingError)
+            -> @Sendable (_ id: String, _ context: InstanceContext) -> any HostedInstance
     /// Brings an instance back from its stored session (throws when that no longer decodes as
     /// this type, or its stored parameters no longer make a reactor).
-    package let restore: @Sendable (_ id: String, _ context: InstanceContext, _ stored: StoredSession) throws(HostingError)
-        -> any HostedInstance
+    package let restore:
+        @Sendable (_ id: String, _ context: InstanceContext, _ stored: StoredSession) throws(HostingError)
+            -> any HostedInstance
 
-    init<R: Reactor>(name: String, summary: String, exampleActions: [R.Action], parameters: String?,
-                     exampleParameters: [UInt8]?, make: @escaping @Sendable (InstanceCreation) throws(HostingError) -> R) {
+    init<R: Reactor>(
+        name: String, summary: String, exampleActions: [R.Action], parameters: String?,
+        exampleParameters: [UInt8]?, make: @escaping @Sendable (InstanceCreation) throws(HostingError) -> R
+    ) {
         self.name = name
         self.summary = summary
         self.parameters = parameters
@@ -173,7 +183,9 @@ package struct RegisteredType: Sendable {
             } catch .invalidParameters(let detail) {
                 throw HostingError.storedSessionIncompatible("its stored parameters no longer make a reactor: \(detail)")
             }
-            let initialStateJSON = sharesInitialState ? (fixedInitialState ?? JSONCoding.encodeState(reactor.initialState))
+            let initialStateJSON =
+                sharesInitialState
+                ? (fixedInitialState ?? JSONCoding.encodeState(reactor.initialState))
                 : JSONCoding.encodeState(reactor.initialState)
             let restoration: Restoration<R>
             do throws(HostingError) {
@@ -183,11 +195,13 @@ package struct RegisteredType: Sendable {
                 throw error
             }
             if !restoration.filledKeys.isEmpty, upgradesReported.withLock({ $0.insert(restoration.filledKeys).inserted }) {
-                context.logger.notice("stored states of this type lack keys its State has now; each is filled from the initial state (reported once per set of keys)",
-                                      metadata: ["type": "\(name)", "filled": "\(restoration.filledKeys.joined(separator: ", "))"])
+                context.logger.notice(
+                    "stored states of this type lack keys its State has now; each is filled from the initial state (reported once per set of keys)",
+                    metadata: ["type": "\(name)", "filled": "\(restoration.filledKeys.joined(separator: ", "))"])
             }
-            return HostedReactor(id: id, typeName: name, reactor: reactor, context: context,
-                                 restored: restoration)
+            return HostedReactor(
+                id: id, typeName: name, reactor: reactor, context: context,
+                restored: restoration)
         }
     }
 

@@ -20,8 +20,10 @@ enum StoredStateDecoding {
 
     /// Decodes `stored` as `State`, filling missing keys from `initialState` (both sorted-key
     /// JSON); throws ``HostingError/storedSessionIncompatible(_:)`` naming what still fails.
-    static func decode<State: Decodable>(_ type: State.Type, stored: [UInt8],
-                                         initialState: [UInt8]) throws(HostingError) -> Decoded<State> {
+    static func decode<State: Decodable>(
+        _ type: State.Type, stored: [UInt8],
+        initialState: [UInt8]
+    ) throws(HostingError) -> Decoded<State> {
         let firstError: DecodingError
         do {
             return Decoded(state: try JSONCoding.decoder.decode(type, from: Data(stored)), filledKeys: [])
@@ -31,15 +33,15 @@ enum StoredStateDecoding {
             throw .storedSessionIncompatible("the stored state does not decode: \(error)")
         }
         guard case .keyNotFound = firstError,
-              var tree = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(stored)),
-              let initialTree = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(initialState))
+            var tree = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(stored)),
+            let initialTree = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(initialState))
         else { throw incompatible(firstError) }
         var filled: [String] = []
         var error = firstError
         while case .keyNotFound(let key, let context) = error, filled.count < fillLimit {
             let path = context.codingPath.map(JSONValue.PathStep.init)
             guard let filler = initialTree.value(at: path + [.key(key.stringValue)]),
-                  tree.insert(filler, forKey: key.stringValue, at: path[...])
+                tree.insert(filler, forKey: key.stringValue, at: path[...])
             else { break }
             filled.append((path + [.key(key.stringValue)]).map(\.description).joined(separator: "."))
             do {
@@ -99,14 +101,23 @@ package enum JSONValue: Codable, Equatable, Sendable {
 
     package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
-        else if let value = try? container.decode(UInt64.self) { self = .unsigned(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(UInt64.self) {
+            self = .unsigned(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -128,8 +139,12 @@ package enum JSONValue: Codable, Equatable, Sendable {
         var current = self
         for step in path {
             switch (current, step) {
-            case (.object(let members), _): guard let next = members[step.memberName] else { return nil }; current = next
-            case (.array(let elements), .index(let index)): guard elements.indices.contains(index) else { return nil }; current = elements[index]
+            case (.object(let members), _):
+                guard let next = members[step.memberName] else { return nil }
+                current = next
+            case (.array(let elements), .index(let index)):
+                guard elements.indices.contains(index) else { return nil }
+                current = elements[index]
             default: return nil
             }
         }

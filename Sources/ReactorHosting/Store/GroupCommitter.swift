@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Locking
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// How soon a write reaches the session store.
 public enum Durability: Sendable, Equatable {
@@ -91,10 +92,12 @@ package final class GroupCommitter: Sendable {
     private let observer: StoreObserver
 
     /// Starts the committing thread.
-    package init(store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
-                 observer: StoreObserver = StoreObserver(),
-                 staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
-                 failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }) {
+    package init(
+        store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
+        observer: StoreObserver = StoreObserver(),
+        staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
+        failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }
+    ) {
         self.store = store
         self.observer = observer
         self.durability = durability
@@ -321,11 +324,13 @@ package final class GroupCommitter: Sendable {
                 return queue.lastError == nil
             }
             if error.kind == .corrupt {
-                logger.critical("the session store is damaged: a commit failed and was not acknowledged; stop the server and restore the store from a backup",
-                                metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+                logger.critical(
+                    "the session store is damaged: a commit failed and was not acknowledged; stop the server and restore the store from a backup",
+                    metadata: ["error": "\(error)", "writes": "\(writes.count)"])
             } else if first {
-                logger.error("session store commit failed: the batch was not acknowledged; new work is refused for a while",
-                             metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+                logger.error(
+                    "session store commit failed: the batch was not acknowledged; new work is refused for a while",
+                    metadata: ["error": "\(error)", "writes": "\(writes.count)"])
             }
             drop(Set(writes.map(\.instanceID)), outcome: .failed, by: failedInstances)
             return (false, [])

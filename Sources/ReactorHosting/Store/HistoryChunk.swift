@@ -22,8 +22,10 @@ public struct HistoryChunk: Sendable {
         }
         while offset < bytes.count {
             guard let version = integer(8), let producedBy = integer(8), let count = integer(4),
-                  offset + Int(count) <= bytes.count else { return nil }
-            entries.append(SessionBatch.Version(version: version, producedBy: producedBy, state: Array(bytes[offset..<offset + Int(count)])))
+                offset + Int(count) <= bytes.count
+            else { return nil }
+            entries.append(
+                SessionBatch.Version(version: version, producedBy: producedBy, state: Array(bytes[offset..<offset + Int(count)])))
             offset += Int(count)
         }
         guard !entries.isEmpty else { return nil }
@@ -62,16 +64,19 @@ extension StoredSession {
     /// worth of `versions` up to the latest, oldest first; its pending actions `(seq, JSON)`
     /// in order, each with how many of the stored versions it produced; and the idempotency
     /// keys of `keys` whose actions are still in the window (``RememberedKey/window``).
-    public mutating func restore(versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])],
-                                 keys: [RememberedKey] = []) {
+    public mutating func restore(
+        versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])],
+        keys: [RememberedKey] = []
+    ) {
         let startedThrough = self.startedThrough
         rememberedKeys = keys.filter { $0.seq + RememberedKey.window > startedThrough }
         let capacity = UInt64(max(1, capacity))
         let latest = version
         history = versions.filter { $0.version <= latest && $0.version + capacity > latest }
         self.pendingActions = pendingActions.map { pending in
-            PendingAction(seq: pending.seq, action: pending.action,
-                          producedVersions: versions.count { $0.producedBy == pending.seq })
+            PendingAction(
+                seq: pending.seq, action: pending.action,
+                producedVersions: versions.count { $0.producedBy == pending.seq })
         }
     }
 }

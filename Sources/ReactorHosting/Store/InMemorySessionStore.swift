@@ -24,10 +24,11 @@ public final class InMemorySessionStore: SessionStore {
             for write in writes {
                 switch write {
                 case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
-                    sessions[id] = Session(stored: StoredSession(
-                        type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
-                        history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: [],
-                        publishedAhead: publishingAhead, creation: creation))
+                    sessions[id] = Session(
+                        stored: StoredSession(
+                            type: type, version: 0, state: state, startedThrough: 0, lastActivity: lastActivity,
+                            history: [SessionBatch.Version(version: 0, producedBy: 0, state: state)], pendingActions: [],
+                            publishedAhead: publishingAhead, creation: creation))
                 case .accept(let id, let seq, let action, let key):
                     sessions[id]?.pending[seq] = action
                     if let key, var session = sessions[id] {

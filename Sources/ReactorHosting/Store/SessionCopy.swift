@@ -76,8 +76,10 @@ public enum SessionCopy {
 
     /// Why sessions cannot be copied or replaced: `count` of them are served by running processes.
     public static func servedElsewhere(_ count: Int) -> SessionStoreError {
-        SessionStoreError(.unavailable, "\(count) session\(count == 1 ? " is" : "s are") served by running processes; "
-                          + "stop them first (the sessions of a process that was killed are free once its lease has run out)")
+        SessionStoreError(
+            .unavailable,
+            "\(count) session\(count == 1 ? " is" : "s are") served by running processes; "
+                + "stop them first (the sessions of a process that was killed are free once its lease has run out)")
     }
 
     /// A history capacity past any a store keeps: to read every stored version of a session.
@@ -87,8 +89,10 @@ public enum SessionCopy {
     /// failure. Refuses a source whose sessions running processes serve, unless `whileServed`
     /// (a backup of a consistent snapshot, which later writes do not concern).
     /// - Throws: ``SessionStoreError`` saying what failed; the destination was left as it was.
-    public static func copy(from source: any SessionExporting, into destination: any SessionImport,
-                            whileServed: Bool = false) throws(SessionStoreError) -> Summary {
+    public static func copy(
+        from source: any SessionExporting, into destination: any SessionImport,
+        whileServed: Bool = false
+    ) throws(SessionStoreError) -> Summary {
         do throws(SessionStoreError) {
             let served = whileServed ? 0 : try source.servedSessions()
             guard served == 0 else { throw servedElsewhere(served) }

@@ -78,8 +78,9 @@ public enum SessionWrite: Sendable {
     /// A new session at version 0. `publishingAhead`: as ``publishingAhead(id:)``, from the start.
     /// `creation`: the JSON of its ``InstanceCreation`` (its parameters and creation context),
     /// nil when it was created without either.
-    case create(id: String, type: String, state: [UInt8], lastActivity: Int64, publishingAhead: Bool = false,
-                creation: [UInt8]? = nil)
+    case create(
+        id: String, type: String, state: [UInt8], lastActivity: Int64, publishingAhead: Bool = false,
+        creation: [UInt8]? = nil)
     /// An accepted action, kept until it has settled: `seq` is its sequence on the instance.
     /// `key`, when the client sent an idempotency key with it, is kept after it settles, for
     /// the session's next ``RememberedKey/window`` actions.
@@ -90,8 +91,9 @@ public enum SessionWrite: Sendable {
     /// A published state. `startedThrough` is the highest action sequence whose `mutate` had been
     /// called when it was published: pending actions after it had not started. `producedBy` is the
     /// sequence of the action whose mutation produced it (0: none did).
-    case version(id: String, version: UInt64, state: [UInt8], startedThrough: UInt64, producedBy: UInt64,
-                 lastActivity: Int64)
+    case version(
+        id: String, version: UInt64, state: [UInt8], startedThrough: UInt64, producedBy: UInt64,
+        lastActivity: Int64)
     /// The session's last activity, written when it leaves memory.
     case touch(id: String, lastActivity: Int64)
     /// The session is gone, with its history and pending actions.
@@ -136,18 +138,23 @@ public struct StoredSession: Sendable, Equatable {
     public var creation: [UInt8]?
 
     /// A stored session created without parameters or a creation context.
-    public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
-                publishedAhead: Bool = false, shownThrough: UInt64 = 0) {
-        self.init(type: type, version: version, state: state, startedThrough: startedThrough, lastActivity: lastActivity,
-                  history: history, pendingActions: pendingActions, rememberedKeys: rememberedKeys,
-                  publishedAhead: publishedAhead, shownThrough: shownThrough, creation: nil)
+    public init(
+        type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
+        history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
+        publishedAhead: Bool = false, shownThrough: UInt64 = 0
+    ) {
+        self.init(
+            type: type, version: version, state: state, startedThrough: startedThrough, lastActivity: lastActivity,
+            history: history, pendingActions: pendingActions, rememberedKeys: rememberedKeys,
+            publishedAhead: publishedAhead, shownThrough: shownThrough, creation: nil)
     }
 
     /// A stored session, with the JSON of its ``InstanceCreation`` (nil for none).
-    public init(type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
-                history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
-                publishedAhead: Bool = false, shownThrough: UInt64 = 0, creation: [UInt8]?) {
+    public init(
+        type: String, version: UInt64, state: [UInt8], startedThrough: UInt64, lastActivity: Int64,
+        history: [SessionBatch.Version], pendingActions: [PendingAction], rememberedKeys: [RememberedKey] = [],
+        publishedAhead: Bool = false, shownThrough: UInt64 = 0, creation: [UInt8]?
+    ) {
         self.type = type
         self.version = version
         self.state = state

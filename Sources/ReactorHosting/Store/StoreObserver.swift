@@ -23,15 +23,17 @@ package struct StoreObserver: Sendable {
     package var queueFull: @Sendable () -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
-    package init(committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
-                 commitFailed: @escaping @Sendable () -> Void = {},
-                 activated: @escaping @Sendable (_ nanoseconds: UInt64) -> Void = { _ in },
-                 passivated: @escaping @Sendable () -> Void = {},
-                 incompatible: @escaping @Sendable () -> Void = {},
-                 counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
-                 damaged: @escaping @Sendable () -> Void = {},
-                 measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in },
-                 queueFull: @escaping @Sendable () -> Void = {}) {
+    package init(
+        committed: @escaping @Sendable (_ writes: Int, _ nanoseconds: UInt64) -> Void = { _, _ in },
+        commitFailed: @escaping @Sendable () -> Void = {},
+        activated: @escaping @Sendable (_ nanoseconds: UInt64) -> Void = { _ in },
+        passivated: @escaping @Sendable () -> Void = {},
+        incompatible: @escaping @Sendable () -> Void = {},
+        counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
+        damaged: @escaping @Sendable () -> Void = {},
+        measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in },
+        queueFull: @escaping @Sendable () -> Void = {}
+    ) {
         self.committed = committed
         self.commitFailed = commitFailed
         self.activated = activated

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Locking
 import ReactorCore
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Threads that apply reactors' actions, away from the threads that send them.
 ///
@@ -234,7 +235,8 @@ final class DrainPoolCore: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while true {
-            let busy = state.head < state.queue.count
+            let busy =
+                state.head < state.queue.count
                 || state.workers.contains { $0.turn != nil && !$0.isStalled }
             if !busy { return true }
             var until = deadline
@@ -248,8 +250,9 @@ final class DrainPoolCore: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &now)
         let (seconds, attoseconds) = max(interval, .zero).components
         let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        return timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000,
-                        tv_nsec: nanoseconds % 1_000_000_000)
+        return timespec(
+            tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000,
+            tv_nsec: nanoseconds % 1_000_000_000)
     }
 
     func checkForStalls() {

@@ -191,8 +191,9 @@ extension StateTimeline {
     package static func make<State: Encodable & Sendable>(
         initial: State, historyCapacity: Int, subscriberLimit: Int
     ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
-        make(restoring: initial, version: 0, json: nil, history: [], historyCapacity: historyCapacity,
-             subscriberLimit: subscriberLimit)
+        make(
+            restoring: initial, version: 0, json: nil, history: [], historyCapacity: historyCapacity,
+            subscriberLimit: subscriberLimit)
     }
 
     /// A timeline resuming at `version` with `initial` (whose JSON is `json`), after the stored
@@ -204,9 +205,11 @@ extension StateTimeline {
     ) -> (timeline: StateTimeline, publisher: StatePublisher<State>) {
         let log = TypedStateLog(initial: initial, version: version, historyCapacity: historyCapacity)
         if let json { log.seed(json: json) }
-        let restored = historyCapacity > 0 ? history.suffix(historyCapacity - 1).map { StoredVersion(version: $0.version, json: $0.state) } : []
-        let timeline = StateTimeline(log: log, restoredHistory: restored, historyCapacity: historyCapacity,
-                                     subscriberLimit: subscriberLimit, origins: origins)
+        let restored =
+            historyCapacity > 0 ? history.suffix(historyCapacity - 1).map { StoredVersion(version: $0.version, json: $0.state) } : []
+        let timeline = StateTimeline(
+            log: log, restoredHistory: restored, historyCapacity: historyCapacity,
+            subscriberLimit: subscriberLimit, origins: origins)
         return (timeline, StatePublisher(timeline: timeline, log: log))
     }
 }

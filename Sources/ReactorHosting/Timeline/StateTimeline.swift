@@ -66,8 +66,10 @@ package struct StateTimeline: Sendable {
 
     /// Made with ``make(initial:historyCapacity:subscriberLimit:)``, which also returns the
     /// publisher that adds states to `log`.
-    init(log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int,
-         origins: [VersionOrigin] = []) {
+    init(
+        log: any StateLog, restoredHistory: [StoredVersion] = [], historyCapacity: Int = 0, subscriberLimit: Int,
+        origins: [VersionOrigin] = []
+    ) {
         var provenance = ProvenanceLog(capacity: historyCapacity)
         for origin in origins { provenance.record(origin) }
         storage = Locked(Storage(log: log, restoredHistory: restoredHistory, provenance: provenance))
@@ -151,9 +153,10 @@ package struct StateTimeline: Sendable {
             // The log holds consecutive versions ending with the newest, so this cannot underflow.
             let oldestLogged = storage.log.newestVersion - UInt64(storage.log.count - 1)
             guard let first = storage.restoredHistory.first, version &+ 1 >= first.version,
-                  version < oldestLogged,
-                  storage.restoredHistory.last.map({ $0.version + 1 == oldestLogged }) ?? false,
-                  let logged = storage.log.states(after: oldestLogged - 1) else { return nil }
+                version < oldestLogged,
+                storage.restoredHistory.last.map({ $0.version + 1 == oldestLogged }) ?? false,
+                let logged = storage.log.states(after: oldestLogged - 1)
+            else { return nil }
             let restored: [any VersionedState] = storage.restoredHistory.filter { $0.version > version }
             return restored + logged
         }

@@ -15,15 +15,19 @@ package protocol VersionedState: AnyObject, Sendable {
     /// The RFC 6902 patch from `previous` (the version just before this one) to this state,
     /// framed by `frame`: computed by the first reader that needs it and shared by every later
     /// one. Nil when the patch would be larger than the state (send the state instead).
-    func framedPatch(from previous: any VersionedState,
-                     by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]) -> [UInt8]?
+    func framedPatch(
+        from previous: any VersionedState,
+        by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]
+    ) -> [UInt8]?
 }
 
 extension VersionedState {
     /// The patch from `previous` framed by `frame`, or nil when larger than the state; for
     /// ``VersionedState/framedPatch(from:by:)``, cached in `cache`.
-    fileprivate func framedPatch(from previous: any VersionedState, json: [UInt8], cache: borrowing SetOnceReference<FramedPatch>,
-                                 by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]) -> [UInt8]? {
+    fileprivate func framedPatch(
+        from previous: any VersionedState, json: [UInt8], cache: borrowing SetOnceReference<FramedPatch>,
+        by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]
+    ) -> [UInt8]? {
         if let cached = cache.load() { return cached.bytes }
         // Computed by one reader while the others wait: a diff costs far more than the wait.
         return patchComputation[Int(bitPattern: UInt(bitPattern: ObjectIdentifier(self).hashValue) % 64)].withLock { _ in
@@ -63,8 +67,10 @@ final class EncodedOnDemand<State: Encodable & Sendable>: VersionedState {
         return bytes.framed.storeIfNil(FramedBytes(frame(version, bytes.json))).bytes
     }
 
-    package func framedPatch(from previous: any VersionedState,
-                             by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]) -> [UInt8]? {
+    package func framedPatch(
+        from previous: any VersionedState,
+        by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]
+    ) -> [UInt8]? {
         let bytes = self.bytes
         return framedPatch(from: previous, json: bytes.json, cache: bytes.patch, by: frame)
     }
@@ -132,8 +138,10 @@ final class StoredVersion: VersionedState {
         return framed.storeIfNil(FramedBytes(frame(version, json))).bytes
     }
 
-    package func framedPatch(from previous: any VersionedState,
-                             by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]) -> [UInt8]? {
+    package func framedPatch(
+        from previous: any VersionedState,
+        by frame: (_ version: UInt64, _ patch: [UInt8]) -> [UInt8]
+    ) -> [UInt8]? {
         framedPatch(from: previous, json: json, cache: patch, by: frame)
     }
 }

@@ -132,7 +132,10 @@ package final class ActionTraces: RuntimeProbe {
     package func reduceDidEnd(sequence: UInt64, published version: UInt64?) {
         let (step, span) = state.withLock { state -> ((any Span)?, (any Span)?) in
             guard var open = state.actions[sequence] else { return (nil, nil) }
-            defer { open.step = nil; state.actions[sequence] = open }
+            defer {
+                open.step = nil
+                state.actions[sequence] = open
+            }
             return (open.step, open.span)
         }
         if let version { step?.attributes["reactor.version"] = Int64(bitPattern: version) }
@@ -170,7 +173,10 @@ package final class ActionTraces: RuntimeProbe {
         let step = child(name, of: span, sequence: sequence)
         let previous = state.withLock { state -> (any Span)? in
             guard var open = state.actions[sequence] else { return nil }
-            defer { open.step = step; state.actions[sequence] = open }
+            defer {
+                open.step = step
+                state.actions[sequence] = open
+            }
             return open.step
         }
         previous?.end()
@@ -179,7 +185,10 @@ package final class ActionTraces: RuntimeProbe {
     private func endStep(sequence: UInt64) {
         let step = state.withLock { state -> (any Span)? in
             guard var open = state.actions[sequence] else { return nil }
-            defer { open.step = nil; state.actions[sequence] = open }
+            defer {
+                open.step = nil
+                state.actions[sequence] = open
+            }
             return open.step
         }
         step?.end()

@@ -11,8 +11,10 @@ import ReactorStoreSQLite
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
-        abstract: "Copies the session store (SQLite or PostgreSQL) to a new SQLite file, consistent as of one moment; safe while the servers run.",
-        discussion: "The copy holds every commit made before it began, compacted into one file, and is checked and synced to disk before it takes its name. `reactor-server restore FILE` puts it back."
+        abstract:
+            "Copies the session store (SQLite or PostgreSQL) to a new SQLite file, consistent as of one moment; safe while the servers run.",
+        discussion:
+            "The copy holds every commit made before it began, compacted into one file, and is checked and synced to disk before it takes its name. `reactor-server restore FILE` puts it back."
     )
 
     @OptionGroup var store: SQLiteStoreOption
@@ -40,6 +42,8 @@ struct BackupCommand: ParsableCommand {
                 try SQLiteBackup.copy(from: source, to: destination)
             }
         }
-        print("backed up \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(source) to \(destination) (\(summary.bytes) bytes)")
+        print(
+            "backed up \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(source) to \(destination) (\(summary.bytes) bytes)"
+        )
     }
 }

@@ -9,7 +9,8 @@ struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Checks the SQLite session store (or a backup of it) page by page; exit status 0 when it is whole, 1 otherwise.",
-        discussion: "It only reads, so it runs beside a server serving the store. A damaged store is reported, never repaired or written: restore a backup that checks whole (`reactor-server restore FILE`)."
+        discussion:
+            "It only reads, so it runs beside a server serving the store. A damaged store is reported, never repaired or written: restore a backup that checks whole (`reactor-server restore FILE`)."
     )
 
     @OptionGroup var store: SQLiteStoreOption

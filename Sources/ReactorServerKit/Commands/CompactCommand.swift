@@ -8,8 +8,10 @@ import ReactorStoreSQLite
 struct CompactCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compact",
-        abstract: "Gives the free pages of the SQLite session store (those of deleted and expired sessions) back to the file system; the server must be stopped.",
-        discussion: "SQLite rewrites the store in one transaction, which needs free space about the store's size: cut off or out of space, it leaves the store as it was. A server running on the store makes it refuse."
+        abstract:
+            "Gives the free pages of the SQLite session store (those of deleted and expired sessions) back to the file system; the server must be stopped.",
+        discussion:
+            "SQLite rewrites the store in one transaction, which needs free space about the store's size: cut off or out of space, it leaves the store as it was. A server running on the store makes it refuse."
     )
 
     @OptionGroup var store: SQLiteStoreOption
@@ -19,7 +21,8 @@ struct CompactCommand: ParsableCommand {
         let summary = try SQLiteStoreOption.reporting("compact") { () throws(SessionStoreError) in
             try SQLiteCompaction.compact(path)
         }
-        print("compacted \(path), \(summary.sessions) session\(summary.sessions == 1 ? "" : "s"): "
-              + "\(summary.bytesBefore) bytes before, \(summary.bytesAfter) after")
+        print(
+            "compacted \(path), \(summary.sessions) session\(summary.sessions == 1 ? "" : "s"): "
+                + "\(summary.bytesBefore) bytes before, \(summary.bytesAfter) after")
     }
 }

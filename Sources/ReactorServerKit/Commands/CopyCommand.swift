@@ -11,7 +11,8 @@ import ReactorStoreSQLite
 struct CopyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
-        abstract: "Copies every session of the store (--store) into DESTINATION, a store holding none: from the SQLite file to a PostgreSQL database several nodes share, or back. The servers must be stopped.",
+        abstract:
+            "Copies every session of the store (--store) into DESTINATION, a store holding none: from the SQLite file to a PostgreSQL database several nodes share, or back. The servers must be stopped.",
         discussion: """
             Each session is copied whole: its id, version, state, history, the actions it accepted and had not yet applied, \
             and the idempotency keys it remembers, so clients go on where they were against the new store. The store copied \
@@ -20,7 +21,8 @@ struct CopyCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "Where to copy to: sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB (a database holding no sessions).")
+    @Argument(
+        help: "Where to copy to: sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB (a database holding no sessions).")
     var destination: String
 
     @Option(help: "The store to copy from: sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
@@ -29,7 +31,8 @@ struct CopyCommand: ParsableCommand {
     func validate() throws {
         if let problem = ServiceEnvironment.firstProblem { throw ValidationError(problem) }
         guard destination.hasPrefix("sqlite:") || destination.hasPrefix("postgres://") || destination.hasPrefix("postgresql://") else {
-            throw ValidationError("DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")
+            throw ValidationError(
+                "DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")
         }
     }
 
@@ -42,10 +45,11 @@ struct CopyCommand: ParsableCommand {
             return try SessionCopy.copy(from: source, into: try openDestination(to))
         }
         func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
-        print("copied \(counted(summary.sessions, "session")) (\(counted(summary.versions, "version")) of history, "
-              + "\(counted(summary.pendingActions, "action")) not yet applied) "
-              + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; "
-              + "\(Self.describe(from)) keeps its sessions as they were")
+        print(
+            "copied \(counted(summary.sessions, "session")) (\(counted(summary.versions, "version")) of history, "
+                + "\(counted(summary.pendingActions, "action")) not yet applied) "
+                + "from \(Self.describe(from)) to \(Self.describe(to)), which the servers may now use; "
+                + "\(Self.describe(from)) keeps its sessions as they were")
     }
 
     /// The store to read, which must exist: a SQLite file is opened as a server opens it (its
@@ -60,8 +64,9 @@ struct CopyCommand: ParsableCommand {
             }
             return try SQLiteSessionStore(path: path, historyCapacity: SessionCopy.wholeHistory)
         case .postgres(let location):
-            return try PostgresSessionStore(location: location, node: "copy-\(getpid())", lease: .seconds(4),
-                                            historyCapacity: SessionCopy.wholeHistory, logger: Logger(label: "reactor-server.postgres"))
+            return try PostgresSessionStore(
+                location: location, node: "copy-\(getpid())", lease: .seconds(4),
+                historyCapacity: SessionCopy.wholeHistory, logger: Logger(label: "reactor-server.postgres"))
         }
     }
 

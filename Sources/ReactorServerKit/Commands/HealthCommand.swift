@@ -30,7 +30,8 @@ struct HealthCommand: ParsableCommand {
         let path = ready ? "/readyz" : "/healthz"
         let (good, bad) = ready ? ("ready", "not ready") : ("healthy", "unhealthy")
         guard let text = try? String(contentsOfFile: addressFile, encoding: .utf8),
-              let address = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let address = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             print("\(bad): no server address in \(addressFile)")
             throw ExitCode(1)
         }

@@ -8,8 +8,10 @@ struct ReactorServiceCommand<App: ReactorServiceApp>: AsyncParsableCommand {
             commandName: App.commandName,
             abstract: App.abstract,
             version: App.version,
-            subcommands: [ServeCommand<App>.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self,
-                          CheckCommand.self, CompactCommand.self, CopyCommand.self],
+            subcommands: [
+                ServeCommand<App>.self, HealthCommand.self, BackupCommand.self, RestoreCommand.self,
+                CheckCommand.self, CompactCommand.self, CopyCommand.self,
+            ],
             defaultSubcommand: ServeCommand<App>.self
         )
     }

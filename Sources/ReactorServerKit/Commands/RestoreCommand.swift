@@ -11,7 +11,8 @@ struct RestoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Puts a backup in the session store's place (SQLite or PostgreSQL); the servers must be stopped.",
-        discussion: "SQLite: the backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. PostgreSQL: in one transaction, the database's sessions are copied to a new file, FILE.replaced-TIMESTAMP, and replaced by the backup's. A server serving the store makes the restore refuse, and a restore cut off leaves the old sessions or the backup's, never a mix. Sessions that go back to an earlier state resume their versions past those the replaced store reached."
+        discussion:
+            "SQLite: the backup is checked and copied beside the store, then takes its name in one rename; the store it replaces is kept as PATH.before-restore-TIMESTAMP, its write-ahead log with it. PostgreSQL: in one transaction, the database's sessions are copied to a new file, FILE.replaced-TIMESTAMP, and replaced by the backup's. A server serving the store makes the restore refuse, and a restore cut off leaves the old sessions or the backup's, never a mix. Sessions that go back to an earlier state resume their versions past those the replaced store reached."
     )
 
     @OptionGroup var store: SQLiteStoreOption
@@ -32,20 +33,23 @@ struct RestoreCommand: ParsableCommand {
         let summary = try SQLiteStoreOption.reporting("restore") { () throws(SessionStoreError) in
             try SQLiteRestore.restore(from: backup, to: path)
         }
-        print("restored \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(backup) to \(path)"
-              + (summary.keptAside.map { "; the store it replaced is kept at \($0)" } ?? ""))
+        print(
+            "restored \(summary.sessions) session\(summary.sessions == 1 ? "" : "s") from \(backup) to \(path)"
+                + (summary.keptAside.map { "; the store it replaced is kept at \($0)" } ?? ""))
         if let wentBack = summary.wentBack {
             reportWentBack(wentBack)
         } else if summary.keptAside != nil {
-            print("the replaced store could not be read: clients that saw its later versions are told, "
-                  + "when they resume, that the session went back (event: rewound)")
+            print(
+                "the replaced store could not be read: clients that saw its later versions are told, "
+                    + "when they resume, that the session went back (event: rewound)")
         }
     }
 
     private func reportWentBack(_ wentBack: Int) {
-        print(wentBack == 1
-              ? "1 session goes back to an earlier state; its versions go on past those the replaced store reached"
-              : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
+        print(
+            wentBack == 1
+                ? "1 session goes back to an earlier state; its versions go on past those the replaced store reached"
+                : "\(wentBack) sessions go back to an earlier state; their versions go on past those the replaced store reached")
     }
 
     /// Restores the backup into a PostgreSQL database: refuses while nodes serve its sessions;
@@ -53,7 +57,8 @@ struct RestoreCommand: ParsableCommand {
     private func restore(into location: PostgresLocation) throws {
         // A name of its own, even for a second restore within the same second.
         let stamp = "\(backup).replaced-\(SQLiteRestore.stamp(Date()))"
-        let aside = sequence(first: 1) { $0 + 1 }.lazy.map { $0 == 1 ? stamp : "\(stamp)-\($0)" }
+        let aside =
+            sequence(first: 1) { $0 + 1 }.lazy.map { $0 == 1 ? stamp : "\(stamp)-\($0)" }
             .first { !FileManager.default.fileExists(atPath: $0) } ?? stamp
         let (restored, kept, wentBack) = try SQLiteStoreOption.reporting("restore") {
             () throws(SessionStoreError) -> (SessionCopy.Summary, Int, Int?) in
@@ -75,7 +80,8 @@ struct RestoreCommand: ParsableCommand {
                 throw error
             }
         }
-        let replaced = kept == 0
+        let replaced =
+            kept == 0
             ? "the database held none"
             : "the \(kept) session\(kept == 1 ? "" : "s") it replaced \(kept == 1 ? "is" : "are") kept at \(aside)"
         print("restored \(restored.sessions) session\(restored.sessions == 1 ? "" : "s") from \(backup) to \(location); \(replaced)")

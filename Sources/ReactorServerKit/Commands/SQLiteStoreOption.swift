@@ -5,7 +5,9 @@ import ReactorHosting
 /// The `--store` option of the commands that work on a store (`backup`, `restore`, `check`,
 /// `compact`): read as the server reads it, so in the image they need no argument for it.
 struct SQLiteStoreOption: ParsableArguments {
-    @Option(help: "The store: sqlite:PATH, or for backup and restore postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
+    @Option(
+        help:
+            "The store: sqlite:PATH, or for backup and restore postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
     var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     /// Where `--store` says sessions are kept.

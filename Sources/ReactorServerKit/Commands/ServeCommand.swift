@@ -15,9 +15,10 @@ import Synchronization
 struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
-        commandName: "serve",
-        abstract: "Serves the registered reactors (the default command).",
-        discussion: "Every option can also be set through the environment variable named in its help; a variable set to a value its option would refuse is an error, even where the option is also given."
+            commandName: "serve",
+            abstract: "Serves the registered reactors (the default command).",
+            discussion:
+                "Every option can also be set through the environment variable named in its help; a variable set to a value its option would refuse is an error, even where the option is also given."
         )
     }
 
@@ -27,13 +28,21 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one (PORT).")
     var port: UInt16 = ServiceEnvironment.value("PORT", default: 8080)
 
-    @Option(parsing: .unconditional, help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
+    @Option(
+        parsing: .unconditional,
+        help: "HTTP event loops, each a thread serving its share of the connections; 0 uses one per core (THREADS).")
     var threads: Int = ServiceEnvironment.value("THREADS", default: 0)
 
-    @Option(parsing: .unconditional, help: "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, no faster and unprotected from a mutate that never returns (REACTOR_THREADS).")
+    @Option(
+        parsing: .unconditional,
+        help:
+            "Threads applying actions (mutate, reduce) apart from the HTTP threads; default one per core; 0 applies them on the HTTP threads, no faster and unprotected from a mutate that never returns (REACTOR_THREADS)."
+    )
     var reactorThreads: Int = ServiceEnvironment.value("REACTOR_THREADS", default: HTTPServerConfiguration.activeProcessorCount)
 
-    @Option(parsing: .unconditional, help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
+    @Option(
+        parsing: .unconditional,
+        help: "Milliseconds mutate, reduce or a transform may run before its instance counts as stalled (STALL_TIMEOUT_MS).")
     var stallTimeoutMs: Int = ServiceEnvironment.value("STALL_TIMEOUT_MS", default: 1000)
 
     @Option(parsing: .unconditional, help: "Most live reactor instances (MAX_INSTANCES).")
@@ -72,37 +81,70 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
     @Option(help: "Comma-separated origins allowed by CORS, or * for any; empty disables CORS (CORS_ORIGINS).")
     var corsOrigins: String = ServiceEnvironment.string("CORS_ORIGINS", default: "")
 
-    @Option(help: "Where sessions are kept: memory (lost on restart); sqlite:PATH, a SQLite file created when missing (sqlite:PATH?max_page_count=N caps its size in pages); or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, a PostgreSQL database several nodes share (STORE).")
+    @Option(
+        help:
+            "Where sessions are kept: memory (lost on restart); sqlite:PATH, a SQLite file created when missing (sqlite:PATH?max_page_count=N caps its size in pages); or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, a PostgreSQL database several nodes share (STORE)."
+    )
     var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
-    @Option(help: "sync: an action is acknowledged, and a state shown, only once committed; async: at once, committed within --flush-interval-ms, so a crash may lose that window (DURABILITY).")
+    @Option(
+        help:
+            "sync: an action is acknowledged, and a state shown, only once committed; async: at once, committed within --flush-interval-ms, so a crash may lose that window (DURABILITY)."
+    )
     var durability: String = ServiceEnvironment.string("DURABILITY", default: "sync")
 
-    @Option(parsing: .unconditional, help: "With --durability async, the longest a write waits to be committed, in milliseconds (FLUSH_INTERVAL_MS).")
+    @Option(
+        parsing: .unconditional,
+        help: "With --durability async, the longest a write waits to be committed, in milliseconds (FLUSH_INTERVAL_MS).")
     var flushIntervalMs: Int = ServiceEnvironment.value("FLUSH_INTERVAL_MS", default: 10)
 
-    @Option(parsing: .unconditional, help: "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S).")
+    @Option(
+        parsing: .unconditional,
+        help:
+            "With a store, seconds an instance with no open stream and no action in flight stays in memory; its next request brings it back (PASSIVATE_AFTER_S)."
+    )
     var passivateAfterS: Int = ServiceEnvironment.value("PASSIVATE_AFTER_S", default: 60)
 
-    @Option(parsing: .unconditional, help: "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S).")
+    @Option(
+        parsing: .unconditional,
+        help:
+            "With a postgres store, seconds a node's claim on a session lasts unless renewed; after a node dies its sessions move to the others within about that long (LEASE_S)."
+    )
     var leaseS: Int = ServiceEnvironment.value("LEASE_S", default: 4)
 
-    @Option(parsing: .unconditional, help: "With a postgres store, seconds a call may wait for the database before it fails: the request answers 503 and the connection is made again (STORE_TIMEOUT_S).")
-    var storeTimeoutS: Int = ServiceEnvironment.value("STORE_TIMEOUT_S", default: Int(PostgresSessionStore.defaultTimeout.components.seconds))
+    @Option(
+        parsing: .unconditional,
+        help:
+            "With a postgres store, seconds a call may wait for the database before it fails: the request answers 503 and the connection is made again (STORE_TIMEOUT_S)."
+    )
+    var storeTimeoutS: Int = ServiceEnvironment.value(
+        "STORE_TIMEOUT_S", default: Int(PostgresSessionStore.defaultTimeout.components.seconds))
 
-    @Option(help: "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID).")
+    @Option(
+        help:
+            "With a postgres store, this node's name, unique among the nodes; a node restarted under the same name takes its sessions back at once. Default: the host name and port (NODE_ID)."
+    )
     var nodeId: String = ServiceEnvironment.string("NODE_ID", default: "")
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (LOG_LEVEL).")
     var logLevel: String = ServiceEnvironment.string("LOG_LEVEL", default: "info")
 
-    @Option(help: "Log format: text, one readable line per entry; or json, one JSON object per line with timestamp, level, label, source, message and metadata, for log collectors (LOG_FORMAT).")
+    @Option(
+        help:
+            "Log format: text, one readable line per entry; or json, one JSON object per line with timestamp, level, label, source, message and metadata, for log collectors (LOG_FORMAT)."
+    )
     var logFormat: String = ServiceEnvironment.string("LOG_FORMAT", default: "text")
 
-    @Option(help: "Once listening, write the address (http://HOST:PORT) to this file, which `reactor-server health` reads; removed on a graceful stop (ADDRESS_FILE).")
+    @Option(
+        help:
+            "Once listening, write the address (http://HOST:PORT) to this file, which `reactor-server health` reads; removed on a graceful stop (ADDRESS_FILE)."
+    )
     var addressFile: String = ServiceEnvironment.string("ADDRESS_FILE", default: "")
 
-    @Option(help: "Where the spans of each action go: none; or otlp, to an OpenTelemetry collector over OTLP/HTTP as the OTEL_EXPORTER_OTLP_* variables say (default http://localhost:4318), in a build with the OTLP trait (TRACES).")
+    @Option(
+        help:
+            "Where the spans of each action go: none; or otlp, to an OpenTelemetry collector over OTLP/HTTP as the OTEL_EXPORTER_OTLP_* variables say (default http://localhost:4318), in a build with the OTLP trait (TRACES)."
+    )
     var traces: String = ServiceEnvironment.string("TRACES", default: "none")
 
     /// The app's own options.
@@ -115,7 +157,8 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
             throw ValidationError("\(ServiceEnvironment.setting("traces")) must be none or otlp, not '\(traces)'")
         }
         if traces.lowercased() == "otlp" && !TraceExport.isAvailable {
-            throw ValidationError("\(ServiceEnvironment.setting("traces")) otlp needs a build with the OTLP trait: swift build -c release --traits OTLP")
+            throw ValidationError(
+                "\(ServiceEnvironment.setting("traces")) otlp needs a build with the OTLP trait: swift build -c release --traits OTLP")
         }
         guard ["sync", "async"].contains(durability.lowercased()) else {
             throw ValidationError("\(ServiceEnvironment.setting("durability")) must be sync or async, not '\(durability)'")
@@ -126,25 +169,31 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
             throw ValidationError("\(error.message) (\(ServiceEnvironment.setting("store")))")
         }
         guard Logger.Level(rawValue: logLevel.lowercased()) != nil else {
-            throw ValidationError("\(ServiceEnvironment.setting("log-level")) must be trace, debug, info, notice, warning, error or critical, not '\(logLevel)'")
+            throw ValidationError(
+                "\(ServiceEnvironment.setting("log-level")) must be trace, debug, info, notice, warning, error or critical, not '\(logLevel)'"
+            )
         }
         guard ["text", "json"].contains(logFormat.lowercased()) else {
             throw ValidationError("\(ServiceEnvironment.setting("log-format")) must be text or json, not '\(logFormat)'")
         }
-        for (name, value) in [("max-instances", maxInstances), ("max-streams", maxStreams),
-                              ("max-streams-per-instance", maxStreamsPerInstance),
-                              ("max-connections", maxConnections), ("max-body-bytes", maxBodyBytes),
-                              ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
-                              ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
-                              ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
-                              ("passivate-after-s", passivateAfterS), ("lease-s", leaseS),
-                              ("store-timeout-s", storeTimeoutS)]
+        for (name, value) in [
+            ("max-instances", maxInstances), ("max-streams", maxStreams),
+            ("max-streams-per-instance", maxStreamsPerInstance),
+            ("max-connections", maxConnections), ("max-body-bytes", maxBodyBytes),
+            ("max-header-bytes", maxHeaderBytes), ("heartbeat-s", heartbeatS),
+            ("idle-timeout-s", idleTimeoutS), ("wait-timeout-ms", waitTimeoutMs),
+            ("stall-timeout-ms", stallTimeoutMs), ("flush-interval-ms", flushIntervalMs),
+            ("passivate-after-s", passivateAfterS), ("lease-s", leaseS),
+            ("store-timeout-s", storeTimeoutS),
+        ]
         where value <= 0 {
             throw ValidationError("\(ServiceEnvironment.setting(name)) must be positive, not \(value)")
         }
-        for (name, value) in [("threads", threads), ("reactor-threads", reactorThreads),
-                              ("history-size", historySize),
-                              ("connection-timeout-s", connectionTimeoutS)]
+        for (name, value) in [
+            ("threads", threads), ("reactor-threads", reactorThreads),
+            ("history-size", historySize),
+            ("connection-timeout-s", connectionTimeoutS),
+        ]
         where value < 0 {
             throw ValidationError("\(ServiceEnvironment.setting(name)) must not be negative, not \(value)")
         }
@@ -172,7 +221,8 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         // Before any reactor exists: what the reactors record through swift-metrics reaches /metrics.
         ReactorServer.bootstrapMetrics()
         // Before the service exists too: it picks up the tracer the process bootstrapped.
-        let traceExporter = traces.lowercased() == "otlp" ? try TraceExport.bootstrapOTLP(serviceName: App.commandName, logger: logger) : nil
+        let traceExporter =
+            traces.lowercased() == "otlp" ? try TraceExport.bootstrapOTLP(serviceName: App.commandName, logger: logger) : nil
 
         var service = ReactorServiceConfiguration()
         service.maxInstances = maxInstances
@@ -189,8 +239,9 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         // `validate` has checked it, so this does not throw.
         let location = try StoreLocation(store)
         do {
-            service.store = try location.open(historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS),
-                                              timeout: .seconds(storeTimeoutS))
+            service.store = try location.open(
+                historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS),
+                timeout: .seconds(storeTimeoutS))
         } catch {
             logger.critical("could not open the session store: \(error)")
             // Also as a plain line, for a person reading a terminal; a log collector reading
@@ -199,8 +250,9 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if let sqlite = service.store as? SQLiteSessionStore, sqlite.isReadableByOthers {
-            logger.warning("the session store is readable by other users; its ids are the sessions' credentials: chmod 600 it (and its -wal and -shm files)",
-                           metadata: ["path": "\(sqlite.path)"])
+            logger.warning(
+                "the session store is readable by other users; its ids are the sessions' credentials: chmod 600 it (and its -wal and -shm files)",
+                metadata: ["path": "\(sqlite.path)"])
         }
         if case .postgres = location {
             // Long enough for a dead owner's lease to lapse: clients see a pause, not a 503.
@@ -210,8 +262,9 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         case .sqlite(let path, _):
             logger.info("sessions kept in \(path)", metadata: ["durability": "\(durability.lowercased())"])
         case .postgres(let database):
-            logger.info("sessions kept in \(database), shared with the other nodes",
-                        metadata: ["durability": "\(durability.lowercased())", "node": "\(nodeName)", "lease": "\(leaseS)s"])
+            logger.info(
+                "sessions kept in \(database), shared with the other nodes",
+                metadata: ["durability": "\(durability.lowercased())", "node": "\(nodeName)", "lease": "\(leaseS)s"])
         case .memory:
             logger.notice("sessions kept in memory only: a restart loses them")
         }
@@ -248,9 +301,10 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let exporter = traceExporter { services.append(.init(service: exporter)) }
         services.append(.init(service: announced))
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint],
-            cancellationSignals: [], logger: logger))
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [], logger: logger))
         let signals = StopSignals.install([SIGTERM, SIGINT], group: group, logger: logger)
         do {
             try await group.run()
@@ -263,4 +317,3 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         // Returning from `run` exits 0.
     }
 }
-

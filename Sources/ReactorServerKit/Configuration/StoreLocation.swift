@@ -47,9 +47,9 @@ enum StoreLocation {
         case .sqlite(let path, let maxPageCount):
             return try SQLiteSessionStore(path: path, historyCapacity: historyCapacity, maxPageCount: maxPageCount)
         case .postgres(let location):
-            return try PostgresSessionStore(location: location, node: node, lease: lease, historyCapacity: historyCapacity,
-                                            timeout: timeout, logger: Logger(label: "reactor-server.postgres"))
+            return try PostgresSessionStore(
+                location: location, node: node, lease: lease, historyCapacity: historyCapacity,
+                timeout: timeout, logger: Logger(label: "reactor-server.postgres"))
         }
     }
 }
-

@@ -18,4 +18,3 @@ struct AnnouncedServer: Service {
         try await server.run()
     }
 }
-

@@ -29,7 +29,9 @@ struct JSONLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
         if let error = event.error { merged["error"] = "\(error)" }
-        let level = event.level, source = event.source, message = event.message
+        let level = event.level
+        let source = event.source
+        let message = event.message
         var text = #"{"timestamp":"#
         Self.appendString(RFC3339.now(), to: &text)
         text += #","level":"#

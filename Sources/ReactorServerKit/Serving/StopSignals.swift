@@ -35,4 +35,3 @@ private final class SignalCount: Sendable {
     /// One more; the count with it.
     func next() -> Int { count.wrappingAdd(1, ordering: .relaxed).newValue }
 }
-

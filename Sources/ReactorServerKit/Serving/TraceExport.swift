@@ -1,8 +1,9 @@
-#if OTLP
-import OTel
-#endif
 import Logging
 import ServiceLifecycle
+
+#if OTLP
+    import OTel
+#endif
 
 /// Where `reactor-server` sends the spans of its actions (`--traces`): nowhere, or to an
 /// OpenTelemetry collector over OTLP/HTTP through swift-otel, in a build with the `OTLP` trait
@@ -11,9 +12,9 @@ enum TraceExport {
     /// Whether this build can export over OTLP.
     static var isAvailable: Bool {
         #if OTLP
-        true
+            true
         #else
-        false
+            false
         #endif
     }
 
@@ -23,16 +24,16 @@ enum TraceExport {
     /// and metrics stay where they are (the log handler, `/metrics`).
     static func bootstrapOTLP(serviceName: String, logger: Logger) throws -> any Service {
         #if OTLP
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = serviceName
-        configuration.logs.enabled = false
-        configuration.metrics.enabled = false
-        configuration.traces.enabled = true
-        configuration.traces.otlpExporter.protocol = .httpProtobuf
-        configuration.diagnosticLogger = .custom(logger)
-        return try OTel.bootstrap(configuration: configuration)
+            var configuration = OTel.Configuration.default
+            configuration.serviceName = serviceName
+            configuration.logs.enabled = false
+            configuration.metrics.enabled = false
+            configuration.traces.enabled = true
+            configuration.traces.otlpExporter.protocol = .httpProtobuf
+            configuration.diagnosticLogger = .custom(logger)
+            return try OTel.bootstrap(configuration: configuration)
         #else
-        preconditionFailure("validate() refuses --traces otlp in a build without the OTLP trait")
+            preconditionFailure("validate() refuses --traces otlp in a build without the OTLP trait")
         #endif
     }
 }

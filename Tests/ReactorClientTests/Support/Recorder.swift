@@ -40,8 +40,10 @@ final class Recorder<Element: Sendable>: Sendable {
     /// Waits until `condition` holds for the elements recorded; returns them.
     /// - Throws: when the sequence finished first, or `timeout` passed.
     @discardableResult
-    func wait(_ what: String, timeout: Duration = .seconds(20),
-              until condition: @escaping @Sendable ([Element]) -> Bool) async throws -> [Element] {
+    func wait(
+        _ what: String, timeout: Duration = .seconds(20),
+        until condition: @escaping @Sendable ([Element]) -> Bool
+    ) async throws -> [Element] {
         try await watch(what, timeout: timeout) { elements, finished in
             if condition(elements) { return elements }
             if finished { throw TestFailure("the sequence finished before \(what): \(elements)") }
@@ -57,8 +59,10 @@ final class Recorder<Element: Sendable>: Sendable {
 
     /// Calls `check` with the elements and whether the sequence finished, now and after each
     /// change, until it returns a value.
-    private func watch(_ what: String, timeout: Duration,
-                       _ check: @escaping @Sendable ([Element], Bool) throws -> [Element]?) async throws -> [Element] {
+    private func watch(
+        _ what: String, timeout: Duration,
+        _ check: @escaping @Sendable ([Element], Bool) throws -> [Element]?
+    ) async throws -> [Element] {
         try await within(timeout, what) { [state] in
             let (changes, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
             let id = state.withLock { state in

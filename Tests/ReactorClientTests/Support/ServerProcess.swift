@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Locking
 import ProcessSpawning
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A `reactor-server` for one test, on 127.0.0.1, keeping its sessions in a SQLite file of its
 /// own. It can be stopped (SIGTERM) and started again on the same port with the same store,
@@ -35,8 +36,11 @@ final class ServerProcess: Sendable {
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("reactor-client-\(UUID().uuidString)/sessions.sqlite").path
         store = "sqlite:" + path
-        self.arguments = ["--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
-                          "--store", store] + arguments
+        self.arguments =
+            [
+                "--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
+                "--store", store,
+            ] + arguments
         let (process, port) = try Self.start(self.arguments + ["--port", "0"])
         self.port = port
         self.process = Locked(process)
@@ -97,7 +101,8 @@ final class ServerProcess: Sendable {
     private static func start(_ arguments: [String]) throws -> (SpawnedProcess, UInt16) {
         let process = try SpawnedProcess(executable: executable, arguments: arguments)
         guard let line = process.readOutputLine(timeout: .seconds(60)),
-              let port = line.split(separator: ":").last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            let port = line.split(separator: ":").last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        else {
             throw TestFailure("reactor-server did not announce its port")
         }
         return (process, port)

@@ -69,8 +69,10 @@ final class EventStreamClient: Sendable {
     /// Waits until `condition` holds on the events received, or the stream ends, or `timeout`
     /// passes (a failure guard only, never the expected path). Returns the events received.
     @discardableResult
-    func wait(timeout: Duration = .seconds(20),
-              until condition: @escaping @Sendable ([ServerSentEvent]) -> Bool) async -> [ServerSentEvent] {
+    func wait(
+        timeout: Duration = .seconds(20),
+        until condition: @escaping @Sendable ([ServerSentEvent]) -> Bool
+    ) async -> [ServerSentEvent] {
         let received = self.received
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let id: Int? = received.withLock { state in

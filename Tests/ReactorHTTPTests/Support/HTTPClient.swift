@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An answer from the server.
@@ -34,8 +35,10 @@ struct HTTPClient: Sendable {
         self.session = URLSession(configuration: configuration)
     }
 
-    func send(_ method: String, _ path: String, body: String? = nil,
-              headers: [String: String] = [:]) async throws -> Reply {
+    func send(
+        _ method: String, _ path: String, body: String? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> Reply {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         if let body {

@@ -1,8 +1,8 @@
 import Logging
 import MicroHTTP
 import ReactorExamples
-import ReactorHosting
 import ReactorHTTP
+import ReactorHosting
 
 /// A `ReactorServer` in the test's own process serving the counter (no delay) on an ephemeral
 /// port of 127.0.0.1, with one HTTP thread and one reactor thread; `configure` adjusts the

@@ -3,6 +3,7 @@ import Logging
 import MicroHTTP
 import ReactorExamples
 import ReactorHosting
+
 @testable import ReactorHTTP
 
 /// Calls a service's router in-process, as HummingbirdTesting does: the same requests and
@@ -34,8 +35,9 @@ struct RouterClient: Sendable {
         var fields = HTTPHeaders()
         if body != nil && headers["Content-Type"] == nil { fields["Content-Type"] = "application/json" }
         for (name, value) in headers { fields[name] = value }
-        let request = HTTPRequest(method: HTTPMethod(rawValue: method), target: path, headers: fields,
-                                  body: Array((body ?? "").utf8))
+        let request = HTTPRequest(
+            method: HTTPMethod(rawValue: method), target: path, headers: fields,
+            body: Array((body ?? "").utf8))
         let response = await router.handle(request).resolved()
         var replyHeaders: [String: String] = [:]
         for (name, value) in response.headers { replyHeaders[name] = value }

@@ -39,8 +39,9 @@ final class ServerProcess: Sendable {
         )
         self.process = process
         guard let line = process.readOutputLine(timeout: .seconds(60)),
-              let portText = line.split(separator: ":").last,
-              let port = UInt16(portText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let portText = line.split(separator: ":").last,
+            let port = UInt16(portText.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             throw TestFailure("server did not announce its port")
         }
         self.port = port
