@@ -15,7 +15,10 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
 TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs
+.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint
+
+## The Swift files `swift format` keeps in the shape `.swift-format` says.
+SWIFT_FILES := Sources Tests Fuzz/Sources Fuzz/Package.swift Templates Package.swift
 
 ## The products a user imports, each with a DocC catalog (Sources/NAME/NAME.docc).
 DOCC_TARGETS := ReactorCore ReactorTesting ReactorClient ReactorServerKit
@@ -70,6 +73,7 @@ run: build
 	.build/release/reactor-server --host $(HOST) --port $(PORT)
 
 test: test-deps venv
+	$(MAKE) lint
 	$(SWIFT) build --build-tests
 	api/check
 	$(MAKE) docs
@@ -85,6 +89,13 @@ docs: deps
 	@for target in $(DOCC_TARGETS); do \
 	  $(SWIFT) package --disable-sandbox generate-documentation --target $$target --warnings-as-errors || exit 1; \
 	done
+
+## Formats every Swift file in place; `make lint` (in `make test`) checks that nothing is left to do.
+format:
+	$(SWIFT) format --in-place --recursive $(SWIFT_FILES)
+
+lint:
+	$(SWIFT) format lint --strict --recursive $(SWIFT_FILES)
 
 ## The public API against the last release's (api/README.md).
 api-check:
