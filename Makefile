@@ -13,9 +13,13 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
 ## and the haproxy package's own service listens nowhere as Debian configures it); chromium
 ## and chromium-driver run the inspector pages in Tests/python/test_inspector.py.
 TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
+## What `make container-test` needs besides: podman with runc (Tests/containers/containers.conf
+## says why not crun), mmdebstrap to make base images from Debian when no registry can be
+## reached, and podman-compose for docker/compose.yaml.
+CONTAINER_APT_PACKAGES := podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns podman-compose
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint
+.PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
 
 ## The Swift files `swift format` keeps in the shape `.swift-format` says.
 SWIFT_FILES := Sources Tests Fuzz/Sources Fuzz/Package.swift Templates Package.swift
@@ -113,6 +117,14 @@ starter: deps
 cluster-test: test-deps venv
 	$(SWIFT) build --product reactor-server
 	CLUSTER_FULL=1 REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} $(PY) -m pytest -q -m cluster Tests/python
+
+## docker/Dockerfile and the starter's Dockerfile built with podman, unmodified, and their images
+## run: health, sessions across container replacement, stop and kill, a hardened runtime, cgroup
+## limits, backup and restore, compose, the image's size budget (Tests/containers/run says how).
+## Runs as root (podman's image store and cgroups); not in `make test`: `.ci/run` runs it after.
+container-test: venv
+	$(call install_missing,$(CONTAINER_APT_PACKAGES))
+	PYTHON=$(abspath $(PY)) Tests/containers/run
 
 ## reactor-server with the OTLP trait (`--traces otlp`, through swift-otel) in its own scratch path,
 ## then the test that its spans reach a collector on 127.0.0.1. Not in `make test`: swift-otel
