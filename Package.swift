@@ -54,6 +54,8 @@ let package = Package(
         // `make docs`: the DocC catalogs of the products a user imports (a plugin: nothing of it
         // is linked into them).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // `--auth jwt`: JSON Web Token verification (HS256, RS256, ES256, EdDSA; JWKS).
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
     ],
     targets: [
         // The package's synchronisation primitives over pthreads (which ThreadSanitizer
@@ -158,6 +160,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
             ]
         ),

@@ -62,6 +62,12 @@ enum PostgresSchema {
                         PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
                         logger: logger)
                 }
+                if !present.contains("subject") {
+                    // Sessions nobody in particular created are left out of the index.
+                    try connection.run(
+                        "CREATE INDEX IF NOT EXISTS reactor_sessions_by_subject ON reactor_sessions(subject) WHERE subject IS NOT NULL",
+                        logger: logger)
+                }
                 try connection.run("COMMIT", logger: logger)
             } catch {
                 _ = try? connection.run("ROLLBACK", logger: logger)

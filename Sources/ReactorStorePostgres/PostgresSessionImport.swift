@@ -111,12 +111,13 @@ public final class PostgresSessionImport: SessionImport {
         var queries: [PostgresQuery] = [
             """
             INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
-                published_ahead, shown_through, creation)
-            SELECT id, type, version, state, started_through, last_activity, NULL, 0, NULL, published_ahead, shown_through, creation
+                published_ahead, shown_through, creation, subject)
+            SELECT id, type, version, state, started_through, last_activity, NULL, 0, NULL, published_ahead, shown_through, creation,
+                nullif(subject, '')
             FROM unnest(\(rows.ids)::text[], \(rows.types)::text[], \(rows.versions)::bigint[], \(rows.states)::bytea[],
                 \(rows.startedThrough)::bigint[], \(rows.lastActivity)::bigint[], \(rows.publishedAhead)::boolean[],
-                \(rows.shownThrough)::bigint[], \(rows.creations)::bytea[])
-                AS t(id, type, version, state, started_through, last_activity, published_ahead, shown_through, creation)
+                \(rows.shownThrough)::bigint[], \(rows.creations)::bytea[], \(rows.subjects)::text[])
+                AS t(id, type, version, state, started_through, last_activity, published_ahead, shown_through, creation, subject)
             """,
             """
             INSERT INTO reactor_history(id, first_version, last_version, versions)
@@ -149,7 +150,7 @@ public final class PostgresSessionImport: SessionImport {
     private struct Rows {
         var ids: [String] = [], types: [String] = [], versions: [Int64] = [], states: [ByteBuffer] = []
         var startedThrough: [Int64] = [], lastActivity: [Int64] = [], publishedAhead: [Bool] = [], shownThrough: [Int64] = []
-        var creations: [ByteBuffer] = []
+        var creations: [ByteBuffer] = [], subjects: [String] = []
         /// Each session's history, as one chunk, with its first and last versions.
         var firstVersions: [Int64] = [], lastVersions: [Int64] = [], chunks: [ByteBuffer] = []
         var actionIDs: [String] = [], actionSeqs: [Int64] = [], actions: [ByteBuffer] = []
@@ -166,6 +167,7 @@ public final class PostgresSessionImport: SessionImport {
             publishedAhead.append(session.publishedAhead)
             shownThrough.append(Int64(bitPattern: session.shownThrough))
             creations.append(ByteBuffer(bytes: session.creation ?? []))
+            subjects.append(session.owner ?? "")  // '' stands for none
             // A session stored without a history keeps its state as its history.
             let entries =
                 session.history.isEmpty

@@ -174,9 +174,9 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 _ = send(
                     """
                     INSERT INTO reactor_sessions(id, type, version, state, started_through, last_activity, owner, epoch, lease_until,
-                        published_ahead, creation)
+                        published_ahead, creation, subject)
                     VALUES (\(id), \(type), 0, \(ByteBuffer(bytes: state)), 0, \(lastActivity), NULL, 0, NULL, \(publishingAhead),
-                        \(ByteBuffer(bytes: creation ?? [])))
+                        \(ByteBuffer(bytes: creation ?? [])), \(creation.flatMap(SessionWrite.owner(ofCreation:))))
                     """)
                 _ = send(
                     """
@@ -382,6 +382,16 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         let logger = self.logger
         return try reader.run { connection in
             guard let row = try connection.run("SELECT count(*) FROM reactor_sessions", logger: logger).rows.first else { return 0 }
+            return Int(try row.decode(Int64.self))
+        }
+    }
+
+    /// How many stored sessions `owner` created, read from the index of sessions by subject.
+    public func count(owner: String) throws(SessionStoreError) -> Int {
+        let logger = self.logger
+        return try reader.run { connection in
+            let rows = try connection.run("SELECT count(*) FROM reactor_sessions WHERE subject = \(owner)", logger: logger).rows
+            guard let row = rows.first else { return 0 }
             return Int(try row.decode(Int64.self))
         }
     }

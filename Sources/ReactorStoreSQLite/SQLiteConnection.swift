@@ -98,6 +98,11 @@ struct Statement {
         if let blob { bind(index, blob: blob) } else { sqlite3_bind_null(handle, index) }
     }
 
+    /// Binds a text, or NULL for nil.
+    func bind(_ index: Int32, optionalText text: String?) {
+        if let text { bind(index, text) } else { sqlite3_bind_null(handle, index) }
+    }
+
     /// Steps a statement that returns no rows.
     func run() throws(SessionStoreError) {
         let status = sqlite3_step(handle)

@@ -21,7 +21,7 @@ enum SQLiteSchema {
                 id TEXT PRIMARY KEY, type TEXT NOT NULL, version INTEGER NOT NULL, state BLOB NOT NULL,
                 started_through INTEGER NOT NULL, last_activity INTEGER NOT NULL,
                 published_ahead INTEGER NOT NULL DEFAULT 0, shown_through INTEGER NOT NULL DEFAULT 0,
-                creation BLOB) WITHOUT ROWID;
+                creation BLOB, subject TEXT) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS history(
                 id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
                 versions BLOB NOT NULL,
@@ -46,11 +46,12 @@ enum SQLiteSchema {
         }
     }
 
-    /// Adds the sessions' `published_ahead`, `shown_through` and `creation` columns to a store
-    /// made before they existed. The schema number stays: a build without them reads and writes
-    /// such a store as before and never sets them, and their defaults are what its sessions need
-    /// (see ``StoredSession/publishedAhead``, ``StoredSession/shownThrough`` and
-    /// ``StoredSession/creation``).
+    /// Adds the sessions' `published_ahead`, `shown_through`, `creation` and `subject` columns to a
+    /// store made before they existed, and the index of sessions by subject (their owner). The schema number
+    /// stays: a build without them reads and writes such a store as before and never sets them,
+    /// and their defaults are what its sessions need (see ``StoredSession/publishedAhead``,
+    /// ``StoredSession/shownThrough``, ``StoredSession/creation`` and ``StoredSession/owner``:
+    /// no earlier build recorded a subject).
     static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
         for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
@@ -58,6 +59,12 @@ enum SQLiteSchema {
         if try !hasColumn("creation", of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN creation BLOB")
         }
+        if try !hasColumn("subject", of: "sessions", on: connection) {
+            try connection.execute("ALTER TABLE sessions ADD COLUMN subject TEXT")
+        }
+        // Sessions nobody in particular created are most of a store without authentication:
+        // left out of the index, which then costs them nothing.
+        try connection.execute("CREATE INDEX IF NOT EXISTS sessions_by_subject ON sessions(subject) WHERE subject IS NOT NULL")
     }
 
     /// Whether `table` has `column` in the database open on `connection`.

@@ -56,8 +56,8 @@ public final class SQLiteSessionImport: SessionImport {
         let row = try connection.statement(
             """
             INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, shown_through,
-                                 creation)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                 creation, subject)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         row.bind(1, id)
         row.bind(2, session.type)
@@ -68,6 +68,7 @@ public final class SQLiteSessionImport: SessionImport {
         row.bind(7, Int64(session.publishedAhead ? 1 : 0))
         row.bind(8, session.shownThrough)
         row.bind(9, optionalBlob: session.creation)
+        row.bind(10, optionalText: session.owner)
         try row.run()
         // The history as one chunk; a session stored without one keeps its state as its history.
         let entries =

@@ -132,6 +132,17 @@ extension SQLiteSessionStore {
         try reading { connection throws(SessionStoreError) -> Int in try Self.countSessions(on: connection) }
     }
 
+    /// How many stored sessions `owner` created, read from the index of sessions by subject.
+    public func count(owner: String) throws(SessionStoreError) -> Int {
+        try reading { connection throws(SessionStoreError) -> Int in
+            let statement = try connection.statement("SELECT count(*) FROM sessions WHERE subject = ?")
+            defer { statement.reset() }
+            statement.bind(1, owner)
+            _ = try statement.next()
+            return Int(statement.int64(0))
+        }
+    }
+
     /// How many sessions the store open on `connection` holds (a store's, a backup's or a copy's).
     static func countSessions(on connection: SQLiteConnection) throws(SessionStoreError) -> Int {
         let statement = try connection.statement("SELECT count(*) FROM sessions")

@@ -69,8 +69,9 @@ extension SQLiteSessionStore {
             case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
                 let session = try connection.statement(
                     """
-                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, creation)
-                    VALUES (?, ?, 0, ?, 0, ?, ?, ?)
+                    INSERT INTO sessions(id, type, version, state, started_through, last_activity, published_ahead, creation,
+                                         subject)
+                    VALUES (?, ?, 0, ?, 0, ?, ?, ?, ?)
                     """)
                 session.bind(1, id)
                 session.bind(2, type)
@@ -78,6 +79,7 @@ extension SQLiteSessionStore {
                 session.bind(4, lastActivity)
                 session.bind(5, Int64(publishingAhead ? 1 : 0))
                 session.bind(6, optionalBlob: creation)
+                session.bind(7, optionalText: creation.flatMap(SessionWrite.owner(ofCreation:)))
                 try session.run()
                 exists[id] = true
                 try insertChunk(

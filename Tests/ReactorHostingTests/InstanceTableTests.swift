@@ -82,6 +82,7 @@ import Tracing
 
 /// The least a hosted instance can be: an id, an empty timeline and a fixed last activity.
 private final class FakeInstance: HostedInstance {
+    let owner: String? = nil
     let id: String
     let typeName = "fake"
     let timeline = StateTimeline.make(initial: 0, historyCapacity: 1, subscriberLimit: 1).timeline

@@ -21,7 +21,7 @@ struct CrossOriginPolicy: Sendable {
     func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
         guard let origin = allowedOrigin(of: request) else { return }
         response.headers["Access-Control-Allow-Origin"] = origin
-        response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Retry-After, Idempotent-Replayed"
+        response.headers["Access-Control-Expose-Headers"] = "Location, ETag, Retry-After, Idempotent-Replayed, WWW-Authenticate"
         response.headers.add("Vary", "Origin")
     }
 
@@ -34,7 +34,7 @@ struct CrossOriginPolicy: Sendable {
             status: 204,
             headers: [
                 "Access-Control-Allow-Methods": methods.joined(separator: ", "),
-                "Access-Control-Allow-Headers": "Content-Type, Last-Event-ID, If-None-Match, Idempotency-Key",
+                "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID, If-None-Match, Idempotency-Key",
                 "Access-Control-Max-Age": "600",
             ])
     }

@@ -16,6 +16,8 @@ public struct Problem: Error, Sendable, Equatable {
     public var detail: String
     /// Seconds after which a retry may succeed (sent as `Retry-After`).
     public var retryAfter: Int?
+    /// The `WWW-Authenticate` challenge of a `401`.
+    var challenge: String?
 
     /// Creates a problem.
     public init(status: Int, kind: String, title: String, detail: String, retryAfter: Int? = nil) {
@@ -46,6 +48,7 @@ public struct Problem: Error, Sendable, Equatable {
     public var response: HTTPResponse {
         var headers: HTTPHeaders = ["Content-Type": "application/problem+json"]
         if let retryAfter { headers["Retry-After"] = String(retryAfter) }
+        if let challenge { headers["WWW-Authenticate"] = challenge }
         return HTTPResponse(status: status, headers: headers, body: json)
     }
 }
@@ -96,6 +99,13 @@ extension Problem {
             status: 429, kind: "too-many-instances", title: "Too many reactor instances",
             detail: "the server holds its limit of \(limit) reactor instances; delete one or retry later",
             retryAfter: 5)
+    }
+
+    static func tooManyInstancesForSubject(limit: Int) -> Problem {
+        Problem(
+            status: 429, kind: "too-many-instances-for-subject", title: "Too many reactor instances for this subject",
+            detail: "you hold the limit of \(limit) reactor instances per subject; delete one or retry later",
+            retryAfter: 60)
     }
 
     static func tooManyStreams(limit: Int, perInstance: Bool) -> Problem {
@@ -149,6 +159,8 @@ extension Problem {
             self = .invalidAction(detail)
         case .tooManyInstances(let limit):
             self = .tooManyInstances(limit: limit)
+        case .tooManyInstancesForSubject(let limit):
+            self = .tooManyInstancesForSubject(limit: limit)
         case .tooManySubscribers(let limit):
             self = .tooManyStreams(limit: limit, perInstance: true)
         case .instanceEnded:

@@ -16,7 +16,11 @@ extension ReactorService {
         if type.parameters == nil, let parameters = body.parameters, parameters != .null {
             throw Problem(HostingError.invalidParameters("the type '\(type.name)' takes no parameters"))
         }
-        let context = CreationContext(idempotencyKey: try Self.idempotencyKey(request), remoteAddress: request.remoteAddress)
+        if configuration.authentication != nil, scope.caller.subject == nil {
+            throw Problem.forbidden("the admin token creates no sessions: a session belongs to a subject, so create it with a subject's token")
+        }
+        let context = CreationContext(
+            idempotencyKey: try Self.idempotencyKey(request), remoteAddress: request.remoteAddress, subject: scope.caller.subject)
         let creation = InstanceCreation(
             parameters: body.parameters.flatMap { $0 == .null ? nil : JSONCoding.encodeState($0) },
             context: context)
@@ -50,7 +54,11 @@ extension ReactorService {
         // Off the event loop if it is not in memory: the host looks in the store.
         if liveInstance(for: request) == nil { try leaveTheLoopToWaitForTheStore(scope) }
         let id = request.pathParameters["id"] ?? ""
-        guard let ticket = try Problem.rethrowing({ () throws(HostingError) in try host.delete(id: id) }) else {
+        let caller = scope.caller
+        let deleted = try Problem.rethrowing { () throws(HostingError) in
+            try host.delete(id: id, mayDelete: caller.mayReach, mayDeleteUnread: caller.isAdmin)
+        }
+        guard let ticket = deleted else {
             throw Problem.noSuchInstance(id)
         }
         metrics.instanceCount(table.count)
@@ -170,13 +178,17 @@ extension ReactorService {
     /// The instance the request's path names. One not in memory is brought back from the store
     /// only where `scope` may wait for the store; elsewhere (an event loop) this throws
     /// ``StoreWaitNeeded`` and the request is served again off the loop. Else throws a `Problem`.
+    /// Another subject's instance is not found either, exactly as one that does not exist.
     private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> any HostedInstance {
-        if let live = liveInstance(for: request) { return live }
+        if let live = liveInstance(for: request) {
+            guard scope.caller.mayReach(live.owner) else { throw Problem.noSuchInstance(request.pathParameters["id"] ?? "") }
+            return live
+        }
         try leaveTheLoopToWaitForTheStore(scope)
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
-        guard let found else { throw Problem.noSuchInstance(id) }
+        guard let found, scope.caller.mayReach(found.owner) else { throw Problem.noSuchInstance(id) }
         return found
     }
 

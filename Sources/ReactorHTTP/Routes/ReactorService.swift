@@ -53,6 +53,7 @@ public final class ReactorService: Sendable {
         hosting.durability = configuration.durability
         hosting.now = configuration.now
         hosting.wallClock = configuration.wallClock
+        if configuration.authentication != nil { hosting.maxInstancesPerSubject = configuration.maxInstancesPerSubject }
         hosting.tracer = configuration.tracer ?? Self.bootstrappedTracer
         if let storeObserver = metrics.storeObserver { hosting.storeObserver = storeObserver }
         let metrics = self.metrics
@@ -85,7 +86,7 @@ public final class ReactorService: Sendable {
     /// The service's routes, with problem+json answers for unknown routes and methods.
     public func makeRouter() -> Router {
         var router = Router()
-        add(&router, .GET, "/types") { _, _ in
+        add(&router, .GET, "/types", access: .open) { _, _ in
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: self.typesJSON))
         }
         add(&router, .POST, "/reactors") { request, scope in try self.createInstance(request, scope) }
@@ -93,19 +94,19 @@ public final class ReactorService: Sendable {
         add(&router, .DELETE, "/reactors/{id}") { request, scope in try self.deleteInstance(request, scope) }
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
         add(&router, .GET, "/reactors/{id}/events") { request, scope in .now(try self.openEvents(request, scope)) }
-        add(&router, .GET, "/reactors/{id}/history") { request, scope in .now(try self.readHistory(request, scope)) }
-        add(&router, .GET, "/") { _, _ in .now(HTTPResponse(InspectorRoutes.landingPage)) }
-        add(&router, .GET, "/inspector") { _, _ in .now(HTTPResponse(InspectorRoutes.inspectorPage)) }
-        add(&router, .GET, "/assets/{name}") { request, _ in
+        add(&router, .GET, "/reactors/{id}/history", access: .admin) { request, scope in .now(try self.readHistory(request, scope)) }
+        add(&router, .GET, "/", access: .open) { _, _ in .now(HTTPResponse(InspectorRoutes.landingPage)) }
+        add(&router, .GET, "/inspector", access: .open) { _, _ in .now(HTTPResponse(InspectorRoutes.inspectorPage)) }
+        add(&router, .GET, "/assets/{name}", access: .open) { request, _ in
             guard let asset = InspectorRoutes.assets[request.pathParameters["name"] ?? ""] else {
                 throw Problem.notFound("no asset named \((request.pathParameters["name"] ?? "").prefix(64))")
             }
             return .now(HTTPResponse(asset))
         }
-        add(&router, .GET, "/healthz") { _, _ in
+        add(&router, .GET, "/healthz", access: .open) { _, _ in
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ok"}"#.utf8)))
         }
-        add(&router, .GET, "/readyz") { _, _ in
+        add(&router, .GET, "/readyz", access: .open) { _, _ in
             if let reason = self.host.unreadiness {
                 return .now(
                     Problem(
@@ -115,7 +116,7 @@ public final class ReactorService: Sendable {
             }
             return .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: Array(#"{"status":"ready"}"#.utf8)))
         }
-        add(&router, .GET, "/metrics") { _, _ in
+        add(&router, .GET, "/metrics", access: .admin) { _, _ in
             self.metrics.instanceCount(self.table.count)
             self.metrics.streamCount(self.streamCount)
             self.metrics.requestsWaitingForStore(self.storeWork.pending)

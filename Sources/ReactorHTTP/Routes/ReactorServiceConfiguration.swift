@@ -49,6 +49,12 @@ public struct ReactorServiceConfiguration: Sendable {
     /// waits for it to become this node's (its owner hands it over, or its lease lapses after
     /// the owner died) before it answers `503` `instance-elsewhere`. Zero answers at once.
     public var ownershipWait: Duration = .zero
+    /// Who may use the service; nil (the default): anybody who reaches it, each session's id
+    /// being its only credential. See ``AuthenticationConfiguration``.
+    public var authentication: AuthenticationConfiguration?
+    /// With ``authentication``: the most sessions one subject may hold (in memory and in the
+    /// store); one more answers `429`. Nil: no limit but ``maxInstances``.
+    public var maxInstancesPerSubject: Int?
     /// Milliseconds since 1970, kept as a session's last activity; replaceable in tests.
     public var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.

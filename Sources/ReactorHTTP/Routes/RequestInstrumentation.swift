@@ -6,13 +6,21 @@ import ReactorHosting
 // Around every route: metrics, CORS, the request log, and the refusals routes throw.
 
 extension ReactorService {
+    /// Adds a route for callers with `access` (see ``RouteAccess``): authenticated first, when
+    /// the service authenticates.
     func add(
-        _ router: inout Router, _ method: HTTPMethod, _ pattern: String,
+        _ router: inout Router, _ method: HTTPMethod, _ pattern: String, access: RouteAccess = .subject,
         _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply
     ) {
         let routeMetrics = metrics.route(pattern, method: method.rawValue)
         router.add(method, pattern) { request in
-            let scope = RequestScope(service: self, metrics: routeMetrics, request: request)
+            let unauthenticated = RequestScope(service: self, metrics: routeMetrics, request: request)
+            let scope: RequestScope
+            do throws(Problem) {
+                scope = unauthenticated.sentBy(try self.caller(of: request, for: access))
+            } catch {
+                return unauthenticated.finish(error.response)
+            }
             do {
                 switch try handler(request, scope) {
                 case .now(let response): return scope.finish(response)
@@ -79,12 +87,21 @@ struct RequestScope: Sendable {
     /// Whether the request is served where it may wait for the session store (off the event
     /// loops): only then is an instance brought back from the store or a new id checked.
     private(set) var mayWaitForStore = false
+    /// Who sent it (``Caller/anyone`` when the service authenticates nobody).
+    private(set) var caller = Caller.anyone
 
     init(service: ReactorService, metrics: RouteMetrics, request: HTTPRequest) {
         self.service = service
         self.metrics = metrics
         self.request = request
         self.started = DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// The same request, sent by `caller`.
+    func sentBy(_ caller: Caller) -> RequestScope {
+        var scope = self
+        scope.caller = caller
+        return scope
     }
 
     /// The same request, served where it may wait for the store.

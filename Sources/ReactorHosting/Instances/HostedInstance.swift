@@ -59,6 +59,9 @@ package protocol HostedInstance: AnyObject, Sendable {
     var id: String { get }
     /// The registered type name.
     var typeName: String { get }
+    /// The subject that created it (its ``CreationContext/subject``), to whom alone it is served
+    /// (besides an admin); nil when it was created by nobody in particular.
+    var owner: String? { get }
     /// The instance's published states and subscribers.
     var timeline: StateTimeline { get }
     /// Monotonic nanoseconds of the last request that touched the instance.
@@ -115,12 +118,17 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package let id: String
     package let typeName: String
     package let traces: ActionTraces?
+    package let owner: String?
 
     /// A new instance, or one brought back from `restored` (its stored session), whose
     /// unstarted actions are sent again and whose interrupted ones go to the recovery hook.
-    init(id: String, typeName: String, reactor: R, context: InstanceContext, restored: Restoration<R>? = nil) {
+    init(
+        id: String, typeName: String, owner: String?, reactor: R, context: InstanceContext,
+        restored: Restoration<R>? = nil
+    ) {
         self.id = id
         self.typeName = typeName
+        self.owner = owner
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())

@@ -4,6 +4,8 @@ package enum HostingError: Error, Sendable, Equatable {
     case invalidAction(String)
     /// The table holds its limit of instances.
     case tooManyInstances(limit: Int)
+    /// The subject creating an instance holds its limit of sessions (see ``SubjectQuota``).
+    case tooManyInstancesForSubject(limit: Int)
     /// The instance holds its limit of subscribers.
     case tooManySubscribers(limit: Int)
     /// The instance has ended (deleted, expired, or the server is stopping).

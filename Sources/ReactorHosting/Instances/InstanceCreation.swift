@@ -10,10 +10,22 @@ public struct CreationContext: Sendable, Codable, Equatable {
     /// proxy, the proxy's).
     public var remoteAddress: String?
 
-    /// A context.
+    /// The authenticated subject that created the instance (a JSON Web Token's `sub`, or what
+    /// the service's `Authenticator` answered): the session's owner, the only subject (besides
+    /// an admin) it is served to. Nil when the service authenticates nobody.
+    public var subject: String?
+
+    /// A context, created by nobody in particular.
     public init(idempotencyKey: String? = nil, remoteAddress: String? = nil) {
         self.idempotencyKey = idempotencyKey
         self.remoteAddress = remoteAddress
+    }
+
+    /// A context of an instance created by `subject`, its owner.
+    public init(idempotencyKey: String? = nil, remoteAddress: String? = nil, subject: String?) {
+        self.idempotencyKey = idempotencyKey
+        self.remoteAddress = remoteAddress
+        self.subject = subject
     }
 }
 

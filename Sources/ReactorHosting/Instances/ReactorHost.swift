@@ -35,6 +35,9 @@ package struct HostingConfiguration: Sendable {
     package var tracer: (any Tracer)?
     /// Told of commits, activations and passivations, for metrics.
     package var storeObserver = StoreObserver()
+    /// The most sessions one subject (a creation's ``CreationContext/subject``) may hold; nil:
+    /// no limit.
+    package var maxInstancesPerSubject: Int?
 
     package init() {}
 }
@@ -51,6 +54,8 @@ package final class ReactorHost: Sendable {
     package let committer: GroupCommitter?
     private let context: InstanceContext
     private let logger: Logger
+    /// Each subject's sessions, under ``HostingConfiguration/maxInstancesPerSubject``.
+    private let quota: SubjectQuota?
     /// Set once the host hands its instances to other nodes: it activates and creates no more.
     private let handingOff = Atomic<Bool>(false)
 
@@ -88,6 +93,7 @@ package final class ReactorHost: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.startedAt = configuration.wallClock()
+        self.quota = configuration.maxInstancesPerSubject.map(SubjectQuota.init(limit:))
         self.table = InstanceTable(limit: configuration.maxInstances)
         self.drainPool =
             configuration.reactorThreads > 0
@@ -135,7 +141,15 @@ package final class ReactorHost: Sendable {
         if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let context = self.context
         let host = try type.prepare(creation)
-        let instance = try table.create(isTaken: { id in self.isStored(id) }) { id in host(id, context) }
+        let subject = quota == nil ? nil : creation.context.subject
+        if let quota, let subject { try quota.admit(subject, store: configuration.store) }
+        let instance: any HostedInstance
+        do {
+            instance = try table.create(isTaken: { id in self.isStored(id) }) { id in host(id, context) }
+        } catch {
+            if let subject { quota?.release(subject) }
+            throw error
+        }
         guard let committer else { return (instance, nil) }
         let isShared = configuration.store?.isShared == true
         // Served here from its creation: with async durability, marked as showing versions ahead
@@ -145,13 +159,25 @@ package final class ReactorHost: Sendable {
             lastActivity: configuration.wallClock(),
             publishingAhead: committer.publishesAhead && !isShared,
             creation: creation == InstanceCreation() ? nil : creation.json)
-        guard isShared else { return (instance, committer.enqueueAcknowledged(write)) }
+        guard isShared else { return (instance, counted(committer.enqueueAcknowledged(write), subject, committer)) }
         // With several nodes, the one the proxy routes the id to claims the new session on its
         // first request: stored unclaimed, it stays in no node's memory until then. Nobody knows
         // the id before the answer, so nothing can have reached the instance; the answer waits
         // for the commit in either durability, so the session is there when its id is used.
         table.remove(instance.id)?.dispose(nil)
-        return (instance, committer.enqueueAcknowledged(write, inAnyDurability: true))
+        return (instance, counted(committer.enqueueAcknowledged(write, inAnyDurability: true), subject, committer))
+    }
+
+    /// Counts a new session of `subject` here until the store counts it: until its commit
+    /// (`ticket`, before the answer waiting for it), or, answered at once, the commit after.
+    private func counted(_ ticket: CommitTicket?, _ subject: String?, _ committer: GroupCommitter) -> CommitTicket? {
+        guard let subject, let quota else { return ticket }
+        if let ticket {
+            ticket.whenCommitted { _ in quota.release(subject) }
+        } else {
+            committer.afterCommit { quota.release(subject) }
+        }
+        return ticket
     }
 
     /// The instance with this id: in memory, or activated from the store. `nil` when there is none.
@@ -247,21 +273,32 @@ package final class ReactorHost: Sendable {
         return instance
     }
 
-    /// Deletes the instance with this id, in memory and in the store. Nil when there is none;
-    /// else the ticket (with ``Durability/sync``) tells when the deletion is committed.
-    package func delete(id: String) throws(HostingError) -> CommitTicket?? {
+    /// Deletes the instance with this id, in memory and in the store. Nil when there is none, or
+    /// when `owner` says its owner may not; else the ticket (with ``Durability/sync``) tells when
+    /// the deletion is committed.
+    /// - Parameters:
+    ///   - mayDelete: whether an instance with this owner (its ``HostedInstance/owner``) may be
+    ///     deleted by the caller.
+    ///   - mayDeleteUnread: whether a stored session that does not decode (whose owner is not
+    ///     known) may be deleted by the caller.
+    package func delete(
+        id: String, mayDelete: (_ owner: String?) -> Bool = { _ in true }, mayDeleteUnread: Bool = true
+    ) throws(HostingError) -> CommitTicket?? {
         let found: (any HostedInstance)?
         do {
             found = try instance(id: id, toDelete: true)
         } catch {
-            guard case .storedSessionIncompatible = error, let committer else { throw error }
+            guard case .storedSessionIncompatible = error, mayDeleteUnread, let committer else { throw error }
             // Stored but not servable by this build: its owner may still delete it, and nothing
             // of it is in memory.
             return .some(committer.enqueueAcknowledged(.delete(id: id)))
         }
-        guard let instance = found, let removed = table.remove(instance.id) else { return .none }
+        guard let instance = found, mayDelete(instance.owner), let removed = table.remove(instance.id) else { return .none }
         removed.dispose(.deleted)
-        guard let committer else { return .some(nil) }
+        guard let committer else {
+            if let owner = removed.owner { quota?.release(owner) }
+            return .some(nil)
+        }
         return .some(committer.enqueueAcknowledged(.delete(id: id)))
     }
 
@@ -273,7 +310,11 @@ package final class ReactorHost: Sendable {
         let expired = table.removeIdle(before: cutoff)
         for instance in expired {
             instance.dispose(.expired)
-            committer?.enqueue(.delete(id: instance.id))
+            if let committer {
+                committer.enqueue(.delete(id: instance.id))
+            } else if let owner = instance.owner {
+                quota?.release(owner)
+            }
         }
         return expired
     }

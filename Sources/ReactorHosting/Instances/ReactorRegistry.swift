@@ -164,7 +164,8 @@ package struct RegisteredType: Sendable {
         let sharesInitialState = parameters == nil
         self.prepare = { creation throws(HostingError) in
             let reactor = try make(creation)
-            return { id, context in HostedReactor(id: id, typeName: name, reactor: reactor, context: context) }
+            let owner = creation.context.subject
+            return { id, context in HostedReactor(id: id, typeName: name, owner: owner, reactor: reactor, context: context) }
         }
         let upgradesReported = Locked<Set<[String]>>([])
         self.restore = { id, context, stored throws(HostingError) in
@@ -200,7 +201,7 @@ package struct RegisteredType: Sendable {
                     metadata: ["type": "\(name)", "filled": "\(restoration.filledKeys.joined(separator: ", "))"])
             }
             return HostedReactor(
-                id: id, typeName: name, reactor: reactor, context: context,
+                id: id, typeName: name, owner: creation.context.subject, reactor: reactor, context: context,
                 restored: restoration)
         }
     }

@@ -88,6 +88,10 @@ public final class InMemorySessionStore: SessionStore {
         sessions.withLock { $0.count }
     }
 
+    public func count(owner: String) throws(SessionStoreError) -> Int {
+        sessions.withLock { $0.values.count { $0.stored.owner == owner } }
+    }
+
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         sessions.withLock { sessions in
             let idle = sessions.filter { $0.value.stored.lastActivity < cutoff && !excluding.contains($0.key) }.map(\.key)

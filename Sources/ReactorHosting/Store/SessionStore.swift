@@ -24,6 +24,11 @@ public protocol SessionStore: AnyObject, Sendable {
     /// it is asked for now and then, for a metric, never on a request's path.
     func count() throws(SessionStoreError) -> Int
 
+    /// How many stored sessions `owner` created (their ``CreationContext/subject``), in a shared
+    /// store every node's. Asked each time that subject creates a session while a limit per
+    /// subject is set, so it reads an index, not every session.
+    func count(owner: String) throws(SessionStoreError) -> Int
+
     /// How many bytes the store takes on disk (in a shared store, every node's sessions); nil
     /// when it keeps nothing on disk. Asked for with ``count()``, for a metric.
     func diskUsage() throws(SessionStoreError) -> Int?
@@ -59,6 +64,11 @@ public protocol SessionStore: AnyObject, Sendable {
 extension SessionStore {
     /// A store of one process's own.
     public var isShared: Bool { false }
+
+    /// A store that keeps no owners cannot count by them: a limit per subject refuses to create.
+    public func count(owner: String) throws(SessionStoreError) -> Int {
+        throw SessionStoreError(.unavailable, "this session store cannot count sessions by owner")
+    }
 
     /// Nothing on disk.
     public func diskUsage() throws(SessionStoreError) -> Int? { nil }
@@ -178,6 +188,20 @@ public struct StoredSession: Sendable, Equatable {
             && lhs.rememberedKeys.sorted(by: { $0.seq < $1.seq }) == rhs.rememberedKeys.sorted(by: { $0.seq < $1.seq })
             && lhs.publishedAhead == rhs.publishedAhead && lhs.shownThrough == rhs.shownThrough
             && lhs.creation == rhs.creation
+    }
+}
+
+extension StoredSession {
+    /// The subject that created the session (its creation context's ``CreationContext/subject``),
+    /// nil when nobody in particular did.
+    public var owner: String? { creation.flatMap(SessionWrite.owner(ofCreation:)) }
+}
+
+extension SessionWrite {
+    /// The subject in a stored creation's JSON (see ``InstanceCreation/json``): the owner a
+    /// store keeps beside it, so that it can count each subject's sessions.
+    public static func owner(ofCreation json: [UInt8]) -> String? {
+        InstanceCreation(json: json)?.context.subject
     }
 }
 

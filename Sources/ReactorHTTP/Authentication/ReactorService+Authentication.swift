@@ -1,0 +1,115 @@
+import MicroHTTP
+import ReactorHosting
+
+// Who sends each request, when the service authenticates its callers, and what they may reach.
+
+/// Who a route needs.
+enum RouteAccess: Sendable {
+    /// Anybody: health, readiness, the registered types and the static pages.
+    case open
+    /// An authenticated subject: the routes on `/reactors`.
+    case subject
+    /// An admin: `/metrics` and the history route.
+    case admin
+}
+
+/// The sender of a request, as authentication found it.
+struct Caller: Sendable {
+    /// The subject; nil without authentication, or for the admin token.
+    let subject: String?
+    /// Whether the caller reaches every session and the admin routes.
+    let isAdmin: Bool
+
+    /// Anybody, when the service authenticates nobody: the id is the only credential.
+    static let anyone = Caller(subject: nil, isAdmin: true)
+
+    /// Whether the caller may reach a session that `owner` created. One created by nobody in
+    /// particular (before authentication was turned on) is reached by any caller that has its id.
+    func mayReach(_ owner: String?) -> Bool {
+        isAdmin || owner == nil || owner == subject
+    }
+}
+
+extension ReactorService {
+    /// The caller of `request` for a route that needs `access`; throws `401` without valid
+    /// credentials, `403` when an admin route is asked for by someone else.
+    func caller(of request: HTTPRequest, for access: RouteAccess) throws(Problem) -> Caller {
+        guard access != .open, let authentication = configuration.authentication else { return .anyone }
+        let token = try Self.token(of: request, authentication)
+        if let adminToken = authentication.adminToken, let token, Self.constantTimeEquals(token, adminToken) {
+            return Caller(subject: nil, isAdmin: true)
+        }
+        let subject: String?
+        do {
+            subject = try authentication.authenticator.authenticate(AuthenticationRequest(request, token: token))
+        } catch {
+            throw Problem.unauthenticated(realm: authentication.realm, refusal: error.reason)
+        }
+        guard let subject, !subject.isEmpty else { throw Problem.unauthenticated(realm: authentication.realm, refusal: nil) }
+        let isAdmin = authentication.adminSubjects.contains(subject)
+        if access == .admin && !isAdmin {
+            throw Problem.forbidden("this route is for an admin; the subject of this request is not one")
+        }
+        return Caller(subject: subject, isAdmin: isAdmin)
+    }
+
+    /// The bearer token `request` carries: from its `Authorization` header, else the cookie,
+    /// else (where allowed) `?access_token=`. Throws `401` for a `Bearer` header without a
+    /// well-formed token.
+    private static func token(of request: HTTPRequest, _ authentication: AuthenticationConfiguration) throws(Problem) -> String? {
+        if let header = request.headers["Authorization"] {
+            switch RequestCredentials.authorization(header) {
+            case .bearer(let token): return token
+            case .malformedBearer:
+                throw Problem.unauthenticated(
+                    realm: authentication.realm, refusal: "the Authorization header is not 'Bearer <token>'")
+            case .otherScheme: break
+            }
+        }
+        if let name = authentication.cookieName, let cookies = request.headers["Cookie"],
+            let token = RequestCredentials.cookie(named: name, in: cookies)
+        {
+            return token
+        }
+        if authentication.acceptsQueryToken, let token = request.query["access_token"], !token.isEmpty {
+            return token
+        }
+        return nil
+    }
+
+    /// Whether two secrets are equal, in a time that does not depend on where they differ.
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        var difference = UInt8(truncatingIfNeeded: x.count ^ y.count)
+        for index in 0..<max(x.count, y.count) {
+            difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0)
+        }
+        return difference == 0
+    }
+}
+
+extension Problem {
+    /// `401` with a `WWW-Authenticate: Bearer` challenge; `refusal` says what was wrong with
+    /// the credentials the request carried (nil: it carried none).
+    static func unauthenticated(realm: String, refusal: String?) -> Problem {
+        var challenge = "Bearer realm=\"\(quotable(realm))\""
+        if let refusal { challenge += ", error=\"invalid_token\", error_description=\"\(quotable(refusal))\"" }
+        var problem = Problem(
+            status: 401, kind: "unauthenticated", title: "Unauthenticated",
+            detail: refusal.map { "the request's credentials were refused: \($0)" }
+                ?? "this route needs credentials: a bearer token (Authorization: Bearer …)")
+        problem.challenge = challenge
+        return problem
+    }
+
+    static func forbidden(_ detail: String) -> Problem {
+        Problem(status: 403, kind: "forbidden", title: "Forbidden", detail: detail)
+    }
+
+    /// `text` as a quoted-string's content in a header: printable ASCII without `"` or `\`.
+    private static func quotable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(200).map { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" ? $0 : "?" }))
+    }
+}
