@@ -224,6 +224,12 @@ let package = Package(
         // A package written against an earlier release: its code and imports, which must still
         // compile (with deprecation warnings) and serve.
         .testTarget(name: "LegacyAPITests", dependencies: ["ReactorCore", "ReactorHTTP", "MicroHTTP"]),
+        // The service kit's own parts: JSON Web Token verification (jwt-kit signs the tokens),
+        // and what an app sees through its one import.
+        .testTarget(
+            name: "ReactorServerKitTests",
+            dependencies: ["ReactorServerKit", .product(name: "JWTKit", package: "jwt-kit")]
+        ),
         // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
         .testTarget(
             name: "ReactorClientTests",

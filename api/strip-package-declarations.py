@@ -5,9 +5,15 @@ import json
 import sys
 
 
-def strip(node: dict) -> dict:
-    if "children" in node:
-        node["children"] = [strip(child) for child in node["children"] if not child.get("isInternal")]
+def strip(node):
+    if isinstance(node, dict):
+        if "children" in node:
+            node["children"] = [child for child in node["children"] if not child.get("isInternal")]
+        for value in node.values():
+            strip(value)
+    elif isinstance(node, list):
+        for value in node:
+            strip(value)
     return node
 
 

@@ -47,6 +47,11 @@ public protocol ReactorServiceApp: Sendable {
     /// app's options as parsed; every instance, new or brought back from the store, is made by
     /// the factories registered here.
     func register(_ reactors: inout ReactorHosting.ReactorRegistry, options: Options)
+
+    /// Who may use the service, in the app's own way: an ``Authenticator`` mapping each request
+    /// to its subject (or refusing it). Used with `--auth app`, the default when this returns
+    /// one; nil (the default) leaves `--auth none` or `--auth jwt` to the command line.
+    func authenticator(options: Options) -> (any Authenticator)?
 }
 
 extension ReactorServiceApp {
@@ -57,6 +62,9 @@ extension ReactorServiceApp {
     public static var abstract: String { "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events." }
 
     public static var version: String { "\(commandName) \(BuildInfo.version) (commit \(BuildInfo.commit))" }
+
+    /// No authenticator of the app's own.
+    public func authenticator(options: Options) -> (any Authenticator)? { nil }
 
     /// Runs the command line: `serve` unless another command is named.
     public static func main() async {

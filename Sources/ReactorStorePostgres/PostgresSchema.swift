@@ -79,12 +79,14 @@ enum PostgresSchema {
     /// The sessions' columns added since the first schema, with their definitions: whether the
     /// session's last process showed versions past the stored one (``StoredSession/publishedAhead``),
     /// and the highest version clients may have been shown before a copy from a restored backup
-    /// (``StoredSession/shownThrough``), and the JSON of the session's creation, empty for none
-    /// (``StoredSession/creation``).
+    /// (``StoredSession/shownThrough``), the JSON of the session's creation, empty for none
+    /// (``StoredSession/creation``), and the subject that created it, its owner
+    /// (``StoredSession/owner``; `owner` is the node that holds the session's lease).
     private static let columnsOfLaterBuilds = [
         ("published_ahead", "boolean NOT NULL DEFAULT false"),
         ("shown_through", "bigint NOT NULL DEFAULT 0"),
         ("creation", "bytea NOT NULL DEFAULT ''::bytea"),
+        ("subject", "text"),
     ]
 
     private static let schemaStatements = [

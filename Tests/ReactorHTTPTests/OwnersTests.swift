@@ -32,14 +32,12 @@ import Testing
 
     static func registry(_ subjects: Subjects) -> ReactorRegistry {
         var registry = ReactorRegistry()
-        registry.register("counter", exampleParameters: CounterParameters()) { (_: CounterParameters, context) in
+        registry.register("counter") { (context: CreationContext) in
             subjects.seen.withLock { $0.append(context.subject) }
             return CounterReactor(delay: .zero)
         }
         return registry
     }
-
-    struct CounterParameters: Codable, Sendable {}
 
     static func server(
         store: (any SessionStore)? = nil, subjects: Subjects = Subjects(),

@@ -63,6 +63,9 @@ struct PostgresSessionCopyTests {
         defer { node.close() }
         #expect(try node.servedSessions() == 0)
         #expect(try node.export(ids: ids) == (try sqlite.export(ids: ids)))
+        for (subject, owned) in SampleSessions.owned(of: ids.count) {
+            #expect(try node.count(owner: subject) == owned && owned > 0, "\(subject)")
+        }
         #expect(try node.export(ids: [ids[1], "no-such-session", ids[0]]).map(\.id) == [ids[1], ids[0]])
         // Unclaimed: the first node to serve one claims it.
         #expect(try node.load(id: ids[5])?.pendingActions.map(\.seq) == [5])

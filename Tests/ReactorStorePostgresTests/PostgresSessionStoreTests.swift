@@ -344,7 +344,7 @@ struct PostgresSessionStoreTests {
         // As a build before the column left it.
         let connection = try await connect(to: database)
         try await connection.query(
-            "ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation",
+            "ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation, DROP COLUMN subject",
             logger: Logger(label: "test"))
         try await connection.close()
         let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
@@ -357,9 +357,10 @@ struct PostgresSessionStoreTests {
         #expect(try store.load(id: id)?.publishedAhead == true)
         // The new column takes what a session is created with.
         let created = newID()
-        let creation = bytes(#"{"context":{},"parameters":{"userID":"ada"}}"#)
+        let creation = bytes(#"{"context":{"subject":"ada"},"parameters":{"userID":"ada"}}"#)
         _ = try store.commit([.create(id: created, type: "profile", state: bytes("{}"), lastActivity: 0, creation: creation)])
         #expect(try store.load(id: created)?.creation == creation)
+        #expect(try store.count(owner: "ada") == 1)
     }
 
     @Test func anUnreachableDatabaseIsAClearError() {

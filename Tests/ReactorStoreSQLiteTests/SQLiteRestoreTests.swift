@@ -113,7 +113,7 @@ import Testing
             try connection.execute(
                 """
                 ALTER TABLE sessions DROP COLUMN published_ahead; ALTER TABLE sessions DROP COLUMN shown_through;
-                ALTER TABLE sessions DROP COLUMN creation
+                ALTER TABLE sessions DROP COLUMN creation; DROP INDEX sessions_by_subject; ALTER TABLE sessions DROP COLUMN subject
                 """)
         }
         let summary = try SQLiteRestore.restore(from: backup, to: store)
@@ -123,6 +123,7 @@ import Testing
         let b = try #require(try restored.load(id: "b"))
         #expect((b.version, b.shownThrough) == (1, 3))
         #expect(b.creation == nil)
+        #expect(try restored.count(owner: "alice") == 0)
         // The new column takes what a session is created with.
         let creation = Array(#"{"context":{},"parameters":{"userID":"ada"}}"#.utf8)
         _ = try restored.commit([.create(id: "c", type: "profile", state: Array("{}".utf8), lastActivity: 0, creation: creation)])

@@ -52,6 +52,9 @@ private final class FailingSource: SessionExporting {
         let copy = try SQLiteSessionStore(path: destination, historyCapacity: 8)
         defer { copy.close() }
         #expect(try copy.count() == ids.count)
+        for (subject, owned) in SampleSessions.owned(of: ids.count) {
+            #expect(try copy.count(owner: subject) == owned && owned > 0, "\(subject)")
+        }
         var versions = 0
         var pending = 0
         for id in ids {

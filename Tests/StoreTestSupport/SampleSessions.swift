@@ -4,11 +4,21 @@ import ReactorHosting
 /// must carry: histories, actions accepted and not yet settled, remembered idempotency keys, and
 /// sessions marked as served ahead of the store.
 public enum SampleSessions {
+    /// The subjects that created sessions (their owners).
+    public static let subjects = ["alice", "bob", "carol"]
+
+    /// How many sessions each subject owns among the first `count` written.
+    public static func owned(of count: Int) -> [String: Int] {
+        var owned: [String: Int] = [:]
+        for index in 0..<count where index % 4 == 1 { owned[subjects[index % subjects.count], default: 0] += 1 }
+        return owned
+    }
+
     /// Writes `count` sessions into `store` in one commit and returns their ids, in the order
     /// written. Session `i` has `i % 6` versions after its first; when it has any, its last
     /// action is still pending, every action carries an idempotency key, and every third session
     /// is marked ``StoredSession/publishedAhead``; every fourth, from the second, was created with
-    /// parameters and a creation context (``StoredSession/creation``).
+    /// parameters and a creation context (``StoredSession/creation``) by one of ``subjects``.
     public static func write(_ count: Int, into store: any SessionStore) throws -> [String] {
         var writes: [SessionWrite] = []
         var ids: [String] = []
@@ -19,7 +29,8 @@ public enum SampleSessions {
                 index % 4 == 1
                 ? InstanceCreation(
                     parameters: Array(#"{"session":\#(index)}"#.utf8),
-                    context: CreationContext(idempotencyKey: "create-\(index)", remoteAddress: "127.0.0.1")
+                    context: CreationContext(
+                        idempotencyKey: "create-\(index)", remoteAddress: "127.0.0.1", subject: subjects[index % subjects.count])
                 ).json
                 : nil
             writes.append(

@@ -12,6 +12,9 @@ import Synchronization
 /// - `0`, `1`, `2`: the rest is a body decoded as a Counter, Todo or Search action.
 /// - `3`: the rest is a `Last-Event-ID` for an event stream on the counter, which has published
 ///   a few states: the stream is built (it reads the history to plan its replay) but not opened.
+/// - `4`: the rest is the credentials of a request to a service that authenticates: up to the
+///   first newline an `Authorization` header's value, after it a `Cookie` header's; the request
+///   reads the counter's instance (created by a subject) through the parsers of both headers.
 /// - anything else: the rest is a request, `METHOD TARGET` on the first line, `Name: value`
 ///   header lines, an empty line, then the body. `{counter}`, `{todo}` and `{search}` in the
 ///   target stand for live instances' ids.
@@ -29,6 +32,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case 1: checkDecoding(TodoReactor.Action.self, rest)
     case 2: checkDecoding(SearchReactor.Action.self, rest)
     case 3: FuzzService.shared.checkResume(lastEventID: rest)
+    case 4: AuthenticatedFuzzService.shared.check(credentials: rest)
     default: FuzzService.shared.check(rest)
     }
     return 0
@@ -141,5 +145,61 @@ final class FuzzService: Sendable {
             headers.add(String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
         }
         return HTTPRequest(method: method, target: target, headers: headers, body: body)
+    }
+}
+
+/// A service that authenticates its callers (tokens `a` and `b` are two subjects, `admin` an
+/// admin), its router called directly with fuzzed credentials.
+final class AuthenticatedFuzzService: Sendable {
+    static let shared = AuthenticatedFuzzService()
+
+    struct Tokens: Authenticator {
+        func authenticate(_ request: AuthenticationRequest) throws(AuthenticationFailure) -> String? {
+            guard let token = request.token else { return nil }
+            guard ["a", "b", "admin"].contains(token) else { throw AuthenticationFailure("unknown token \(token.prefix(8))") }
+            return token
+        }
+    }
+
+    private let router: Router
+    private let id: String
+
+    init() {
+        var registry = ReactorRegistry()
+        registry.register("counter") { CounterReactor(delay: .zero) }
+        var configuration = ReactorServiceConfiguration()
+        var authentication = AuthenticationConfiguration(authenticator: Tokens())
+        authentication.cookieName = "token"
+        authentication.adminSubjects = ["admin"]
+        configuration.authentication = authentication
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .error
+        router = ReactorService(registry: registry, configuration: configuration, logger: logger).makeRouter()
+        let created = router.handle(
+            HTTPRequest(
+                method: .POST, target: "/reactors", headers: ["Authorization": "Bearer a"], body: Array(#"{"type":"counter"}"#.utf8)))
+        guard let object = try? JSONSerialization.jsonObject(with: Data(created.body)) as? [String: Any],
+            let id = object["id"] as? String
+        else { preconditionFailure("could not create the counter") }
+        self.id = id
+    }
+
+    /// Whatever the credentials: no crash; 200 for its subject or the admin, 404 for the other,
+    /// 401 with a one-line Bearer challenge otherwise.
+    func check(credentials input: [UInt8]) {
+        let split = input.firstIndex(of: 0x0A)
+        let authorization = String(decoding: input[..<(split ?? input.endIndex)], as: UTF8.self)
+        let cookie = split.map { String(decoding: input[input.index(after: $0)...], as: UTF8.self) }
+        _ = RequestCredentials.authorization(authorization)
+        if let cookie { _ = RequestCredentials.cookie(named: "token", in: cookie) }
+        var headers = HTTPHeaders()
+        headers.add("Authorization", authorization)
+        if let cookie { headers.add("Cookie", cookie) }
+        let response = router.handle(HTTPRequest(method: .GET, target: "/reactors/\(id)", headers: headers, body: []))
+        precondition([200, 401, 404].contains(response.status), "status \(response.status)")
+        guard response.status == 401 else { return }
+        let challenge = response.headers["WWW-Authenticate"] ?? ""
+        precondition(challenge.hasPrefix(#"Bearer realm="reactor-server""#), "challenge \(challenge)")
+        precondition(!challenge.utf8.contains { $0 < 0x20 || $0 == 0x7F }, "a control character in the challenge")
     }
 }

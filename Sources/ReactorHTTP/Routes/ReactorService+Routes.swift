@@ -17,7 +17,8 @@ extension ReactorService {
             throw Problem(HostingError.invalidParameters("the type '\(type.name)' takes no parameters"))
         }
         if configuration.authentication != nil, scope.caller.subject == nil {
-            throw Problem.forbidden("the admin token creates no sessions: a session belongs to a subject, so create it with a subject's token")
+            throw Problem.forbidden(
+                "the admin token creates no sessions: a session belongs to a subject, so create it with a subject's token")
         }
         let context = CreationContext(
             idempotencyKey: try Self.idempotencyKey(request), remoteAddress: request.remoteAddress, subject: scope.caller.subject)

@@ -54,6 +54,41 @@ public struct ReactorRegistry: Sendable {
             ) { (_: InstanceCreation) throws(HostingError) in make() })
     }
 
+    /// Registers a reactor type under `name`, made without parameters but from the
+    /// ``CreationContext`` of the request that created the instance: with authentication on,
+    /// its ``CreationContext/subject`` says whose session it is.
+    /// ```swift
+    /// registry.register("profile") { (context: CreationContext) in
+    ///     ProfileReactor(userID: context.subject ?? "guest")
+    /// }
+    /// ```
+    /// An error `make` throws answers `422` (its description is the detail) and creates nothing.
+    /// The context is stored with the session: `make` gets the same one whenever the session is
+    /// brought back.
+    /// - Parameters:
+    ///   - name: the name clients use in `POST /reactors {"type": name}`.
+    ///   - summary: one line describing the type, shown by `GET /types`.
+    ///   - exampleActions: actions shown by `GET /types` as examples of the action JSON.
+    ///   - make: creates the reactor of an instance from its creation context.
+    public mutating func register<R: Reactor>(
+        _ name: String,
+        summary: String = "",
+        exampleActions: [R.Action] = [],
+        make: @escaping @Sendable (_ context: CreationContext) throws -> R
+    ) {
+        add(
+            RegisteredType(
+                name: name, summary: summary, exampleActions: exampleActions, parameters: nil,
+                exampleParameters: nil, sharesInitialState: false
+            ) { (creation: InstanceCreation) throws(HostingError) in
+                do {
+                    return try make(creation.context)
+                } catch {
+                    throw HostingError.invalidParameters("\(error)")
+                }
+            })
+    }
+
     /// Registers a reactor type under `name` whose instances are created with parameters:
     /// `POST /reactors {"type": name, "parameters": {…}}` decodes them as `Parameters`, and
     /// `make` turns them into the reactor, ReactorKit's `ProfileReactor(userID:)`:
@@ -142,9 +177,12 @@ package struct RegisteredType: Sendable {
         @Sendable (_ id: String, _ context: InstanceContext, _ stored: StoredSession) throws(HostingError)
             -> any HostedInstance
 
+    /// - Parameter sharesInitialState: whether every instance starts from the same state (its
+    ///   reactor is made from nothing the creation says); by default when it takes no parameters.
     init<R: Reactor>(
         name: String, summary: String, exampleActions: [R.Action], parameters: String?,
-        exampleParameters: [UInt8]?, make: @escaping @Sendable (InstanceCreation) throws(HostingError) -> R
+        exampleParameters: [UInt8]?, sharesInitialState: Bool? = nil,
+        make: @escaping @Sendable (InstanceCreation) throws(HostingError) -> R
     ) {
         self.name = name
         self.summary = summary
@@ -161,7 +199,7 @@ package struct RegisteredType: Sendable {
         self.initialStateJSON = fixedInitialState
         // A type without parameters starts every instance from the same state; one with
         // parameters, from the state its reactor's parameters give.
-        let sharesInitialState = parameters == nil
+        let sharesInitialState = sharesInitialState ?? (parameters == nil)
         self.prepare = { creation throws(HostingError) in
             let reactor = try make(creation)
             let owner = creation.context.subject

@@ -147,6 +147,10 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
     )
     var traces: String = ServiceEnvironment.string("TRACES", default: "none")
 
+    /// Who may use the service.
+    @OptionGroup(title: "Owners and authentication")
+    var authentication: AuthenticationOptions
+
     /// The app's own options.
     @OptionGroup(title: "Options of this service")
     var appOptions: App.Options
@@ -285,7 +289,20 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         if case .postgres(let database) = location {
             registry = ReactorHosting.ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
         }
-        App().register(&registry, options: appOptions)
+        let app = App()
+        app.register(&registry, options: appOptions)
+        var keyFiles: JWTKeyFiles?
+        do {
+            (service.authentication, keyFiles) = try await authentication.configure(
+                appAuthenticator: app.authenticator(options: appOptions), logger: logger)
+        } catch {
+            logger.critical("could not set up authentication: \(error)")
+            if !json { FileHandle.standardError.write(Data("\(App.commandName): \(error)\n".utf8)) }
+            throw ExitCode(1)
+        }
+        if service.authentication != nil, authentication.maxInstancesPerSubject > 0 {
+            service.maxInstancesPerSubject = authentication.maxInstancesPerSubject
+        }
         let server = ReactorServer(registry: registry, configuration: service, http: http, logger: logger)
         let (host, addressFile) = (self.host, self.addressFile)
         let announced = AnnouncedServer(server: server) { port in
@@ -300,6 +317,7 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         // of the server's last requests are sent.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let exporter = traceExporter { services.append(.init(service: exporter)) }
+        if let keyFiles { services.append(.init(service: keyFiles)) }
         services.append(.init(service: announced))
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
