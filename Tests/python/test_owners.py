@@ -44,6 +44,13 @@ class Keys:
 
     def write_jwks(self, keys: dict) -> None:
         """Replaces the JWKS file at once (a rename), as a key rotation does."""
+        partial = self.jwks_file.with_suffix(".partial")
+        partial.write_text(self.jwks_json(keys))
+        os.replace(partial, self.jwks_file)
+
+    @staticmethod
+    def jwks_json(keys: dict) -> str:
+        """The JWKS of the public halves of `keys` (by kid)."""
         entries = []
         for kid, key in keys.items():
             public = key.public_key()
@@ -54,9 +61,7 @@ class Keys:
             else:
                 entry, alg = OKPAlgorithm.to_jwk(public, as_dict=True), "EdDSA"
             entries.append({**entry, "kid": kid, "alg": alg, "use": "sig"})
-        partial = self.jwks_file.with_suffix(".partial")
-        partial.write_text(json.dumps({"keys": entries}))
-        os.replace(partial, self.jwks_file)
+        return json.dumps({"keys": entries})
 
     def token(self, subject: str | None = "alice", kid: str | None = "r1", key=None, alg: str | None = None,
               lifetime: float = 300, audience: str | None = AUDIENCE, issuer: str | None = ISSUER,
@@ -206,6 +211,34 @@ def test_keys_rotate_through_the_jwks_file_without_a_restart(start_server, keys)
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(new)).status == 201
+
+
+def test_sighup_reads_the_keys_again(start_server, keys):
+    """A key file rewritten in place with its size and times kept: only SIGHUP tells."""
+    server = start_jwt_server(start_server, keys)
+    replacement = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    new = keys.token(kid="r1", key=replacement, alg="RS256")
+    assert server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(new)).status == 401
+    before = os.stat(keys.jwks_file)
+    rewritten = keys.jwks_json({"r1": replacement, "e1": keys.ec, "d1": keys.ed})
+    assert len(rewritten.encode()) == before.st_size
+    with open(keys.jwks_file, "r+") as file:
+        file.write(rewritten)
+    os.utime(keys.jwks_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(keys.jwks_file)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    # Longer than the server's look at the files: it saw no change.
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        assert server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(new)).status == 401
+        time.sleep(0.25)
+    server.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 15
+    while server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(new)).status != 201:
+        assert time.monotonic() < deadline, "SIGHUP did not read the keys again"
+        time.sleep(0.1)
+    assert server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(keys.token())).status == 401
+    assert server.process.poll() is None
 
 
 def test_a_session_stays_its_creators_across_kill_9(start_server, keys, tmp_path):
