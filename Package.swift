@@ -224,10 +224,13 @@ let package = Package(
         // A package written against an earlier release: its code and imports, which must still
         // compile (with deprecation warnings) and serve.
         .testTarget(name: "LegacyAPITests", dependencies: ["ReactorCore", "ReactorHTTP", "MicroHTTP"]),
-        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
+        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1, or one in
+        // the test's process where a test needs an `Authenticator` of its own.
         .testTarget(
             name: "ReactorClientTests",
-            dependencies: ["ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking"]
+            dependencies: [
+                "ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking", "ReactorHTTP", "ReactorHosting",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
