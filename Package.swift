@@ -230,10 +230,13 @@ let package = Package(
             name: "ReactorServerKitTests",
             dependencies: ["ReactorServerKit", .product(name: "JWTKit", package: "jwt-kit")]
         ),
-        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1.
+        // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1, or one in
+        // the test's process where a test needs an `Authenticator` of its own.
         .testTarget(
             name: "ReactorClientTests",
-            dependencies: ["ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking"]
+            dependencies: [
+                "ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking", "ReactorHTTP", "ReactorHosting",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

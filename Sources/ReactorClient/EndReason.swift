@@ -20,10 +20,18 @@ public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// expired while the client was away, or lost with a server that keeps sessions in memory).
     /// Final.
     public static let unknownInstance = EndReason(rawValue: "unknown-instance")
+    /// The server refused the client's credentials on reconnecting (a `401`), with the token
+    /// the ``RemoteReactorConfiguration/tokenProvider`` gave after a refresh too, or without a
+    /// provider. Final for this client: the instance lives on, and a new
+    /// ``RemoteReactor/attach(id:at:configuration:)`` with valid credentials reaches it.
+    public static let unauthenticated = EndReason(rawValue: "unauthenticated")
 
-    /// Whether the instance is gone for good. The other reasons mean "reconnect": the client
-    /// does so by itself and resumes where it was.
-    public var isFinal: Bool { self == .deleted || self == .expired || self == .unknownInstance }
+    /// Whether the instance is gone for good, or out of this client's reach
+    /// (``unauthenticated``). The other reasons mean "reconnect": the client does so by itself
+    /// and resumes where it was.
+    public var isFinal: Bool {
+        self == .deleted || self == .expired || self == .unknownInstance || self == .unauthenticated
+    }
 
     /// The reason's name.
     public var description: String { rawValue }

@@ -4,7 +4,9 @@ import Synchronization
 /// An instance's event stream, kept open: it connects, hands on each event, and after a drop
 /// or an end that means "reconnect" (`shutdown`, `moved`, `unavailable`) connects again with
 /// `Last-Event-ID`, waiting as the server's `retry:` hint and ``ReconnectPolicy`` say. It stops
-/// when its task is cancelled or the instance ends for good.
+/// when its task is cancelled or the instance ends for good. Each connection carries the token
+/// provider's current token; a `401` connects again at once with a refreshed one, and a second
+/// `401` in a row ends it (``EndReason/unauthenticated``) rather than trying for ever.
 final class EventStreamConnection: Sendable {
     /// What the connection reports, in order.
     enum Signal: Sendable {
@@ -39,9 +41,27 @@ final class EventStreamConnection: Sendable {
     ///   - report: called with each signal, one at a time.
     func run(lastEventID: @Sendable () -> UInt64?, report: @Sendable (Signal) -> Void) async {
         var failures = 0
+        var refreshesToken = false
         while !Task.isCancelled {
-            let outcome = await connectOnce(lastEventID: lastEventID(), report: report)
+            let outcome: Outcome
+            do {
+                let token = try await transport.token(refresh: refreshesToken)
+                outcome = await connectOnce(lastEventID: lastEventID(), token: token, report: report)
+            } catch {
+                // The token provider failed (its own server cannot be reached, say): as if the
+                // connection had.
+                outcome = .dropped(wasOpen: false)
+            }
             if Task.isCancelled { return }
+            if case .refused(let problem) = outcome, problem.status == 401 {
+                guard transport.authenticates, !refreshesToken else {
+                    report(.ended(.unauthenticated))
+                    return
+                }
+                refreshesToken = true
+                continue
+            }
+            refreshesToken = false
             var delay: Duration
             switch outcome {
             case .ended(let reason) where reason.isFinal:
@@ -74,12 +94,12 @@ final class EventStreamConnection: Sendable {
         case refused(ReactorProblem)
     }
 
-    private func connectOnce(lastEventID: UInt64?, report: @Sendable (Signal) -> Void) async -> Outcome {
+    private func connectOnce(lastEventID: UInt64?, token: String?, report: @Sendable (Signal) -> Void) async -> Outcome {
         var parser = ServerSentEventParser()
         var response: HTTPReply?
         var refusalBody = Data()
         do {
-            for try await part in transport.eventStream(path, lastEventID: lastEventID) {
+            for try await part in transport.eventStream(path, lastEventID: lastEventID, token: token) {
                 switch part {
                 case .response(let reply):
                     response = reply

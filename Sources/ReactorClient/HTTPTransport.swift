@@ -36,18 +36,21 @@ struct HTTPReply: Sendable {
 /// The client's HTTP requests to one server, over URLSession: a JSON request and its answer, or
 /// an event stream's bytes as they arrive. An answer of 400 or more becomes a
 /// ``ReactorProblem``; a `429` or `503` with `Retry-After` is sent again after that long, a
-/// bounded number of times.
+/// bounded number of times. Each request carries the token provider's bearer token, if any; a
+/// `401` is sent again once with a refreshed one.
 final class HTTPTransport: Sendable {
     /// The server's base URL.
     let server: URL
     private let session: URLSession
     private let policy: ReconnectPolicy
-    /// Whether each request closes its connection after the answer (see ``forActions(server:policy:)``).
+    private let tokenProvider: RemoteReactorConfiguration.TokenProvider?
+    /// Whether each request closes its connection after the answer (see ``forActions(server:configuration:)``).
     private let closesConnections: Bool
 
-    init(server: URL, policy: ReconnectPolicy, closesConnections: Bool = false) {
+    init(server: URL, configuration: RemoteReactorConfiguration, closesConnections: Bool = false) {
         self.server = server
-        self.policy = policy
+        self.policy = configuration.reconnect
+        self.tokenProvider = configuration.tokenProvider
         self.closesConnections = closesConnections
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -60,11 +63,11 @@ final class HTTPTransport: Sendable {
     /// the client for the answer until the request times out (a minute). Each action therefore
     /// opens a connection of its own there, so that a cut one fails at once and is retried with
     /// its idempotency key. Apple's URLSession reuses connections safely.
-    static func forActions(server: URL, policy: ReconnectPolicy) -> HTTPTransport {
+    static func forActions(server: URL, configuration: RemoteReactorConfiguration) -> HTTPTransport {
         #if canImport(FoundationNetworking)
-            HTTPTransport(server: server, policy: policy, closesConnections: true)
+            HTTPTransport(server: server, configuration: configuration, closesConnections: true)
         #else
-            HTTPTransport(server: server, policy: policy)
+            HTTPTransport(server: server, configuration: configuration)
         #endif
     }
 
@@ -78,9 +81,19 @@ final class HTTPTransport: Sendable {
         return components.url ?? server
     }
 
+    /// Whether requests carry a token (a token provider was configured).
+    var authenticates: Bool { tokenProvider != nil }
+
+    /// The bearer token to send: the provider's current one, or with `refresh` a new one after
+    /// the server refused it. Nil without a provider, or when it has none.
+    func token(refresh: Bool) async throws -> String? {
+        try await tokenProvider?(refresh)
+    }
+
     /// Sends one request and returns the server's answer when its status is below 400.
     /// - Throws: ``ReactorProblem`` for an answer of 400 or more (after the retries a `429` or
-    ///   `503` with `Retry-After` earns); a `URLError` when no answer came.
+    ///   `503` with `Retry-After` earns, and after one refreshed token for a `401`); a
+    ///   `URLError` when no answer came; what the token provider throws.
     func send(
         _ method: String, _ path: String, query: [URLQueryItem] = [], json body: Data? = nil,
         headers: [String: String] = [:]
@@ -95,13 +108,22 @@ final class HTTPTransport: Sendable {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         var refusals = 0
+        var token = try await token(refresh: false)
+        var refreshed = false
         while true {
+            request.setValue(token.map { "Bearer \($0)" }, forHTTPHeaderField: "Authorization")
             let (data, response) = try await session.data(for: request)
             guard let http = response as? HTTPURLResponse else {
                 throw RemoteReactorError.unexpectedResponse(status: 0, detail: "not an HTTP response")
             }
             let reply = HTTPReply(http, body: data)
             guard reply.status >= 400 else { return reply }
+            // A token refused (expired, say): once more with a new one. The server did nothing.
+            if reply.status == 401, authenticates, !refreshed {
+                refreshed = true
+                token = try await self.token(refresh: true)
+                if token != nil { continue }
+            }
             let problem = reply.problem
             guard
                 let delay = policy.delay(
@@ -115,13 +137,14 @@ final class HTTPTransport: Sendable {
         }
     }
 
-    /// Opens an event stream with `GET path`, `Accept: text/event-stream` and the given
-    /// `Last-Event-ID`: the response first, then the body's bytes as they arrive. Ending the
-    /// iteration (or cancelling its task) closes the connection.
-    func eventStream(_ path: String, lastEventID: UInt64?) -> AsyncThrowingStream<StreamPart, any Error> {
+    /// Opens an event stream with `GET path`, `Accept: text/event-stream`, the given
+    /// `Last-Event-ID` and bearer `token`: the response first, then the body's bytes as they
+    /// arrive. Ending the iteration (or cancelling its task) closes the connection.
+    func eventStream(_ path: String, lastEventID: UInt64?, token: String?) -> AsyncThrowingStream<StreamPart, any Error> {
         var request = URLRequest(url: url(path))
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let lastEventID { request.setValue(String(lastEventID), forHTTPHeaderField: "Last-Event-ID") }
         // Longer than the server's heartbeat (15 s by default): a silent stream is a dead one.
         request.timeoutInterval = policy.streamIdleTimeout.timeInterval

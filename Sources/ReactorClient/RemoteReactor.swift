@@ -29,8 +29,10 @@ import Synchronization
 /// so one whose connection was cut before the answer is sent again, and applied once.
 ///
 /// **The id** is the session's only credential: keep it (``id``) to ``attach(id:at:configuration:)``
-/// again after a relaunch. Releasing the reactor (or ``close()``) stops its stream and fails
-/// the actions still queued.
+/// again after a relaunch. On a server that authenticates its callers, the session is also its
+/// creator's only: every request carries the bearer token of
+/// ``RemoteReactorConfiguration/tokenProvider``. Releasing the reactor (or ``close()``) stops its
+/// stream and fails the actions still queued.
 public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     /// The instance's id on the server.
     public let id: String
@@ -75,7 +77,7 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         self.connection = connection
         let waiting = WeakReference<RemoteReactor>()
         self.outbox = ActionOutbox(
-            transport: HTTPTransport.forActions(server: server, policy: configuration.reconnect),
+            transport: HTTPTransport.forActions(server: server, configuration: configuration),
             path: path + "/actions", capacity: configuration.queueCapacity,
             policy: configuration.reconnect, retryHint: { connection.retryHint },
             reachabilityChanged: { waiting.object?.setWaitingForServer(!$0) })
@@ -91,12 +93,13 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
 
     /// Creates an instance of the reactor type registered as `type` on the server at `server`.
     /// - Throws: ``ReactorProblem`` when the server refuses (an unknown type, too many
-    ///   instances after the retries `Retry-After` earns); a `URLError` when it cannot be reached.
+    ///   instances after the retries `Retry-After` earns, `unauthenticated` when the token was
+    ///   refused after a refresh); a `URLError` when it cannot be reached.
     public static func create(
         type: String, at server: URL,
         configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
     ) async throws -> RemoteReactor {
-        let transport = HTTPTransport(server: server, policy: configuration.reconnect)
+        let transport = HTTPTransport(server: server, configuration: configuration)
         let body = try JSONEncoder().encode(["type": type])
         let reply = try await transport.send("POST", "/reactors", json: body)
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
@@ -113,7 +116,7 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         type: String, parameters: Parameters, at server: URL,
         configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
     ) async throws -> RemoteReactor {
-        let transport = HTTPTransport(server: server, policy: configuration.reconnect)
+        let transport = HTTPTransport(server: server, configuration: configuration)
         let body = try JSONEncoder().encode(CreationBody(type: type, parameters: parameters))
         let reply = try await transport.send("POST", "/reactors", json: body)
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
@@ -122,12 +125,14 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
     /// Attaches to the existing instance `id` (one this app created before a relaunch, or shared
     /// with it), starting from its current state.
     /// - Throws: ``ReactorProblem`` of kind `unknown-instance` when the server does not know the
-    ///   id (deleted, expired); a `URLError` when it cannot be reached.
+    ///   id (deleted, expired; with authentication, also when another subject created it), of
+    ///   kind `unauthenticated` when the token was refused after a refresh; a `URLError` when it
+    ///   cannot be reached.
     public static func attach(
         id: String, at server: URL,
         configuration: RemoteReactorConfiguration = RemoteReactorConfiguration()
     ) async throws -> RemoteReactor {
-        let transport = HTTPTransport(server: server, policy: configuration.reconnect)
+        let transport = HTTPTransport(server: server, configuration: configuration)
         let reply = try await transport.send("GET", "/reactors/\(pathSegment(id))")
         return try RemoteReactor(reply: reply, server: server, transport: transport, configuration: configuration)
     }

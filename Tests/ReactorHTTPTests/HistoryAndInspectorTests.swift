@@ -87,10 +87,15 @@ import Testing
             #expect(page.header("Content-Security-Policy")?.hasPrefix("default-src 'self'") == true)
             #expect(page.header("Referrer-Policy") == "no-referrer")
             #expect(page.text.contains("<html"), "\(path)")
+            // The token field's script, before the page's own, which uses it.
+            let scripts = page.text.components(separatedBy: "<script src=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+            #expect(scripts.first == "/assets/auth.js" && scripts.count == 2, "\(path): \(scripts)")
         }
-        let script = await client.get("/assets/inspector.js")
-        #expect(script.status == 200)
-        #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
+        for name in ["inspector.js", "landing.js", "auth.js"] {
+            let script = await client.get("/assets/\(name)")
+            #expect(script.status == 200, "\(name)")
+            #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
+        }
         let style = await client.get("/assets/common.css")
         #expect(style.header("Content-Type") == "text/css; charset=utf-8")
         let missing = await client.get("/assets/..%2FPackage.swift")

@@ -26,12 +26,32 @@ def test_spec_is_valid_openapi_3_1():
 
 
 def test_every_registered_route_is_described():
-    routes = set(re.findall(r'add\(&router, \.(\w+), "([^"]+)"\)', SERVICE.read_text()))
+    routes = set(re.findall(r'add\(&router, \.(\w+), "([^"]+)"[,)]', SERVICE.read_text()))
     assert routes, "no routes found in ReactorService.swift"
     paths = load_spec()["paths"]
     described = {(method.upper(), path) for path, item in paths.items() for method in item
                  if method in {"get", "post", "put", "patch", "delete", "head", "options"}}
     assert routes == described
+
+
+def test_the_routes_that_need_credentials_say_so():
+    """A route registered without `access: .open` needs credentials when authentication is on: its
+    operation lists the security schemes after `{}` (authentication is off by default) and answers
+    401 with a challenge; an admin's route (`access: .admin`) also 403. An open route lists none."""
+    spec = load_spec()
+    routes = re.findall(r'add\(&router, \.(\w+), "([^"]+)"(?:, access: \.(\w+))?', SERVICE.read_text())
+    assert {access for _, _, access in routes} == {"", "open", "admin"}
+    schemes = set(spec["components"]["securitySchemes"])
+    for method, path, access in routes:
+        operation = spec["paths"][path][method.lower()]
+        if access == "open":
+            assert "security" not in operation, (method, path)
+            continue
+        security = operation["security"]
+        assert security[0] == {} and {name for requirement in security[1:] for name in requirement} == schemes, (method, path)
+        assert operation["responses"]["401"] == {"$ref": "#/components/responses/Unauthenticated"}, (method, path)
+        assert ("403" in operation["responses"]) == (access == "admin" or (method, path) == ("POST", "/reactors")), (method, path)
+    assert "WWW-Authenticate" in spec["components"]["responses"]["Unauthenticated"]["headers"]
 
 
 def test_every_problem_kind_is_named():

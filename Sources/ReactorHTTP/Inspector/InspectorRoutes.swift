@@ -6,7 +6,8 @@ import MicroHTTP
 /// - `GET /`: the landing page (the registered types, each with "create and inspect");
 /// - `GET /inspector`: the inspector, opened as `/inspector#<id>` so that the id stays out of
 ///   logs and `Referer` headers;
-/// - `GET /assets/<name>`: the files the two pages load.
+/// - `GET /assets/<name>`: the files the two pages load (`auth.js`, which both load, sends the
+///   token typed into their "Token" field, for a server that authenticates its callers).
 ///
 /// Every answer is prepared once and shared. The pages forbid inline scripts and styles and
 /// anything from another origin (`Content-Security-Policy`), and send no `Referer`.
@@ -18,6 +19,7 @@ enum InspectorRoutes {
 
     /// The files under `/assets/`, by name.
     static let assets: [String: PreparedResponse] = [
+        "auth.js": asset(PackageResources.auth_js, type: "text/javascript; charset=utf-8"),
         "common.css": asset(PackageResources.common_css, type: "text/css; charset=utf-8"),
         "inspector.css": asset(PackageResources.inspector_css, type: "text/css; charset=utf-8"),
         "inspector.js": asset(PackageResources.inspector_js, type: "text/javascript; charset=utf-8"),

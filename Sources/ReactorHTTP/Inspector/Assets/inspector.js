@@ -5,6 +5,10 @@
 // GET /reactors/{id}/history?after=<newest version the history gave> for the versions it has not
 // described yet (which action produced each, and when) and for the accepted actions; requests
 // arriving while one is in flight are folded into one more.
+//
+// On a server that authenticates its callers, the requests carry the token of the page's Token
+// field (auth.js). Without it the page says a token is needed; the history is an admin's, and a
+// subject that is not one sees the live states without the actions that produced them.
 "use strict";
 
 const KEPT_VERSIONS = 256; // as many as the server keeps by default
@@ -15,10 +19,10 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   type: $("instance-type"), id: $("instance-id"), connection: $("connection"),
   reconnect: $("reconnect"), remove: $("delete"), dialog: $("delete-dialog"),
-  missing: $("missing"), main: $("inspector"),
+  missing: $("missing"), unauthenticated: $("unauthenticated"), main: $("inspector"),
   stateCaption: $("state-caption"), tree: $("state-tree"),
   slider: $("version-slider"), older: $("older"), newer: $("newer"), follow: $("follow"),
-  viewing: $("viewing"), base: $("base-select"), diffHeading: $("diff-heading"), diff: $("diff"),
+  viewing: $("viewing"), historyRefused: $("history-refused"), base: $("base-select"), diffHeading: $("diff-heading"), diff: $("diff"),
   timeline: $("timeline"), log: $("actions"), logEmpty: $("log-empty"),
   form: $("send-form"), example: $("example"), actionJSON: $("action-json"), send: $("send"),
   sendResult: $("send-result"),
@@ -35,6 +39,7 @@ const model = {
   viewed: null,          // the version on screen; null while following the latest
   base: "previous",      // what it is compared with: "previous" or a version number
   ended: null,           // the end reason once the stream has ended
+  historyRefused: false, // the history route answered 401 or 403: it is not asked again
 };
 const collapsed = new Set(); // JSON pointers of the tree's closed nodes
 let source = null;
@@ -190,7 +195,9 @@ function baseEntry(targetIndex) {
 }
 
 function producedBy(entry) {
-  if (entry.seq === null || entry.seq === undefined) return entry.version === 0 ? "initial state" : "no action";
+  if (entry.seq === null || entry.seq === undefined) {
+    return entry.version === 0 ? "initial state" : model.historyRefused ? "action not known" : "no action";
+  }
   const action = model.actions.get(entry.seq);
   return action && action.action !== null ? `action #${entry.seq} ${json(action.action, 60)}` : `action #${entry.seq}`;
 }
@@ -385,13 +392,18 @@ let historyInFlight = false;
 let historyAgain = false;
 
 async function refreshHistory() {
+  if (model.historyRefused) return;
   if (historyInFlight) { historyAgain = true; return; }
   historyInFlight = true;
   try {
     do {
       historyAgain = false;
       const after = model.historyVersion === null || model.reconcile ? "" : `?after=${model.historyVersion}`;
-      const response = await fetch(instancePath(`/history${after}`), { headers: { Accept: "application/json" } });
+      const response = await auth.fetch(instancePath(`/history${after}`), { headers: { Accept: "application/json" } });
+      if (response.status === 401 || response.status === 403) {
+        refuseHistory(response, await response.json().catch(() => null));
+        break;
+      }
       if (!response.ok) break; // gone: the stream's end event says why
       mergeHistory(await response.json());
       render();
@@ -401,6 +413,25 @@ async function refreshHistory() {
   } finally {
     historyInFlight = false;
   }
+}
+
+// The history is an admin's (on a server that authenticates its callers): say so, once.
+function refuseHistory(response, problem) {
+  model.historyRefused = true;
+  const reason = response.status === 401 ? auth.askForToken(problem)
+    : `${problem?.title || "Forbidden"} (${response.status}): ${problem?.detail || ""}`;
+  ui.historyRefused.textContent = `Without the history (an admin's route), the kept versions show no actions. ${reason}`;
+  ui.historyRefused.hidden = false;
+}
+
+// A 401: the page cannot follow the instance until a token is given (which reloads it).
+function showUnauthenticated(problem, text = auth.askForToken(problem)) {
+  if (source) { source.close(); source = null; }
+  ui.unauthenticated.textContent = text;
+  ui.unauthenticated.hidden = false;
+  setConnection("ended", "needs a token");
+  ui.send.disabled = true;
+  ui.remove.disabled = true;
 }
 
 function setConnection(state, text) {
@@ -419,7 +450,7 @@ function setEnded(reason) {
 
 function connect() {
   const resume = model.lastEventVersion === null ? "" : `?lastEventId=${model.lastEventVersion}`;
-  source = new EventSource(instancePath(`/events${resume}`));
+  source = new EventSource(auth.eventSourceURL(instancePath(`/events${resume}`)));
   const stream = source;
   setConnection("connecting", "connecting");
   stream.addEventListener("open", () => {
@@ -464,17 +495,44 @@ function connect() {
   });
 }
 
-// The stream was refused or closed without an end event: tell "gone" from "unreachable".
+// The stream was refused or closed without an end event: tell "gone" and "needs a token" from
+// "unreachable".
 async function checkGone() {
   try {
-    const response = await fetch(instancePath(), { headers: { Accept: "application/json" } });
+    const response = await auth.fetch(instancePath(), { headers: { Accept: "application/json" } });
     if (response.status === 404) { setEnded("not found"); return; }
+    if (response.status === 401) { showUnauthenticated(await response.json().catch(() => null)); return; }
+    if (response.ok && auth.token()) {
+      const refusal = await streamRefusal();
+      if (refusal) {
+        showUnauthenticated(refusal, "The server takes the token in a header but not on the event stream, which "
+          + "cannot send one: start it with --auth-query-token, or sign in with the cookie --auth-cookie names.");
+        return;
+      }
+    }
   } catch {
     // unreachable: offered a reconnect below
   }
   if (source) { source.close(); source = null; }
   setConnection("disconnected", "disconnected");
   ui.reconnect.hidden = false;
+}
+
+// The problem the event stream answers when asked as EventSource asks (the token in the query,
+// no Authorization header), if it is a 401; null otherwise.
+async function streamRefusal() {
+  const controller = new AbortController();
+  try {
+    const response = await fetch(auth.eventSourceURL(instancePath("/events")), {
+      headers: { Accept: "text/event-stream" }, signal: controller.signal,
+    });
+    if (response.status !== 401) return null;
+    return (await response.json().catch(() => null)) ?? {};
+  } catch {
+    return null;
+  } finally {
+    controller.abort();
+  }
 }
 
 ui.reconnect.addEventListener("click", () => {
@@ -496,7 +554,7 @@ function showType(type) {
 
 async function loadExamples(type) {
   try {
-    const response = await fetch("/types", { headers: { Accept: "application/json" } });
+    const response = await auth.fetch("/types", { headers: { Accept: "application/json" } });
     const info = (await response.json()).types.find((candidate) => candidate.name === type);
     if (!info) return;
     const options = [new Option("(hand-written)", "")];
@@ -517,6 +575,7 @@ ui.actionJSON.addEventListener("input", () => {
 function showProblem(problem, response) {
   const box = element("div", "problem");
   box.append(element("p", "problem-heading", `Refused (${problem.status ?? response.status})`));
+  if (response.status === 401) box.append(element("p", "problem-token", auth.askForToken(problem)));
   const list = element("dl");
   for (const [name, value] of [["title", problem.title], ["status", problem.status ?? response.status],
     ["detail", problem.detail], ["type", problem.type]]) {
@@ -533,7 +592,7 @@ ui.form.addEventListener("submit", async (event) => {
   event.preventDefault();
   ui.send.disabled = true;
   try {
-    const response = await fetch(instancePath("/actions"), {
+    const response = await auth.fetch(instancePath("/actions"), {
       method: "POST", headers: { "Content-Type": "application/json" }, body: ui.actionJSON.value,
     });
     const body = await response.json().catch(() => ({}));
@@ -557,12 +616,16 @@ ui.dialog.addEventListener("close", async () => {
   if (ui.dialog.returnValue !== "delete") return;
   ui.dialog.returnValue = "";
   try {
-    const response = await fetch(instancePath(), { method: "DELETE" });
+    const response = await auth.fetch(instancePath(), { method: "DELETE" });
     if (response.status === 204 || response.status === 404) {
       // A live stream ends with `deleted` itself; otherwise say so here.
       if (!source || source.readyState !== EventSource.OPEN) setEnded(response.status === 204 ? "deleted" : "not found");
+    } else if (response.status === 401) {
+      showUnauthenticated(await response.json().catch(() => null));
     } else {
-      setConnection(ui.connection.dataset.state, `${ui.connection.textContent} (delete refused: ${response.status})`);
+      const problem = await response.json().catch(() => null);
+      const detail = problem?.detail ? `, ${problem.detail}` : "";
+      setConnection(ui.connection.dataset.state, `${ui.connection.textContent} (delete refused: ${response.status}${detail})`);
     }
   } catch (error) {
     setConnection(ui.connection.dataset.state, `${ui.connection.textContent} (delete failed: ${error.message})`);
@@ -572,6 +635,8 @@ ui.dialog.addEventListener("close", async () => {
 // --- start ---------------------------------------------------------------------------------
 
 window.addEventListener("hashchange", () => window.location.reload());
+// Another token: everything again with it.
+auth.onChange(() => window.location.reload());
 
 async function start() {
   if (!model.id) {
@@ -584,8 +649,9 @@ async function start() {
   ui.id.textContent = model.id;
   render();
   try {
-    const response = await fetch(instancePath(), { headers: { Accept: "application/json" } });
+    const response = await auth.fetch(instancePath(), { headers: { Accept: "application/json" } });
     if (response.status === 404) { setEnded("not found"); return; }
+    if (response.status === 401) { showUnauthenticated(await response.json().catch(() => null)); return; }
     if (response.ok) showType((await response.json()).type);
   } catch {
     // the stream reports what is wrong

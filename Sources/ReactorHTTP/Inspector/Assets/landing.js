@@ -13,14 +13,13 @@ function element(tag, className, text) {
   return node;
 }
 
-// A problem+json body (or any failed response) as one line of text.
+// A problem+json body (or any failed response) as one line of text; for a `401`, what to do
+// about the token.
 async function problemText(response) {
-  try {
-    const problem = await response.json();
-    return `${problem.title || response.statusText} (${problem.status || response.status}): ${problem.detail || ""}`;
-  } catch {
-    return `${response.status} ${response.statusText}`;
-  }
+  const problem = await response.json().catch(() => null);
+  if (response.status === 401) return auth.askForToken(problem);
+  if (!problem) return `${response.status} ${response.statusText}`;
+  return `${problem.title || response.statusText} (${problem.status || response.status}): ${problem.detail || ""}`;
 }
 
 async function createAndInspect(typeName, button, parametersField) {
@@ -37,7 +36,7 @@ async function createAndInspect(typeName, button, parametersField) {
   button.disabled = true;
   statusLine.textContent = `Creating a ${typeName}…`;
   try {
-    const response = await fetch("/reactors", {
+    const response = await auth.fetch("/reactors", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body),
@@ -95,7 +94,7 @@ function typeItem(type) {
 
 async function loadTypes() {
   try {
-    const response = await fetch("/types", { headers: { Accept: "application/json" } });
+    const response = await auth.fetch("/types", { headers: { Accept: "application/json" } });
     if (!response.ok) {
       statusLine.textContent = `Could not load the types: ${await problemText(response)}`;
       return;
@@ -107,5 +106,9 @@ async function loadTypes() {
     statusLine.textContent = `Could not load the types: ${error.message}`;
   }
 }
+
+auth.onChange((token) => {
+  statusLine.textContent = token ? "The token is kept for this tab." : "No token: requests go without one.";
+});
 
 loadTypes();
