@@ -388,3 +388,46 @@ def diff_paths(before, after, path: str = "") -> list[dict]:
                 out += diff_paths(before[index], after[index], f"{path}/{index}")
         return out
     return [] if before == after and type(before) is type(after) else [{"kind": "changed", "path": path}]
+
+
+def test_the_pages_send_the_token_a_server_asks_for(start_server, page, tmp_path):
+    """Against `--auth jwt --auth-query-token`: without a token the landing page asks for one and
+    creates nothing; with one typed into its Token field, every fetch carries it as a bearer token
+    and the inspector's event stream as `access_token`, so the session is created, streamed and
+    driven as its owner's, and another subject's token does not reach it."""
+    import time
+
+    import jwt
+
+    secret = os.urandom(32).hex()
+    (tmp_path / "secret").write_text(secret)
+    server = start_server("--auth", "jwt", "--jwt-secret-file", str(tmp_path / "secret"), "--auth-query-token")
+
+    def token(subject: str) -> str:
+        return jwt.encode({"sub": subject, "exp": int(time.time()) + 600}, secret.encode(), algorithm="HS256")
+
+    page.driver.get(server.base + "/")
+    page.until(lambda: "counter" in page.attribute("#types > li", "data-type"), "the counter type listed")
+    page.click('#types li[data-type="counter"] button')
+    page.until(lambda: "needs a token" in (page.text("#status") or ""), "the page asking for a token")
+    assert "/inspector#" not in page.driver.current_url
+
+    from selenium.webdriver.common.keys import Keys
+
+    page.element("#token").send_keys(token("alice"), Keys.ENTER)
+    page.click('#types li[data-type="counter"] button')
+    page.until(lambda: "/inspector#" in page.driver.current_url, "the inspector opened")
+    instance_id = page.driver.current_url.split("#", 1)[1]
+    page.until_text("#connection", "live")
+    from selenium.webdriver.support.ui import Select
+
+    page.until(lambda: '"increase"' in page.attribute("#example option", "value"), "the counter's examples")
+    Select(page.element("#example")).select_by_value('"increase"')
+    page.click("#send")
+    page.until_text("#send-result", "Accepted as action #1.")
+    page.until(lambda: page.attribute("#timeline li", "data-version")[:1] == ["4"], "the stream showing version 4")
+    reply = server.request("GET", f"/reactors/{instance_id}", headers={"Authorization": f"Bearer {token('alice')}"})
+    assert reply.status == 200 and reply.json()["state"]["value"] == 1, reply
+    assert server.request("GET", f"/reactors/{instance_id}",
+                          headers={"Authorization": f"Bearer {token('bob')}"}).status == 404
+    assert page.policy_violations() == []
