@@ -48,7 +48,7 @@ public protocol ReactorServiceApp: Sendable {
     /// the factories registered here.
     func register(_ reactors: inout ReactorHosting.ReactorRegistry, options: Options)
 
-    /// Who may use the service, in the app's own way: an ``Authenticator`` mapping each request
+    /// Who may use the service, in the app's own way: an `Authenticator` mapping each request
     /// to its subject (or refusing it). Used with `--auth app`, the default when this returns
     /// one; nil (the default) leaves `--auth none` or `--auth jwt` to the command line.
     func authenticator(options: Options) -> (any Authenticator)?
