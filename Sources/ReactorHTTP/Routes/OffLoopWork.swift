@@ -31,6 +31,9 @@ extension ReactorService {
                     switch try handler(request, scope) {
                     case .now(let response): responder.respond(scope.finish(response))
                     case .deferred(let response): responder.respond(response)
+                    case .needsStore:
+                        // Not expected: off the loops, routes wait for the store themselves.
+                        responder.respond(scope.finish(Self.problem(for: StoreWaitRefused()).response))
                     }
                 } catch let problem as Problem
                     where self.waitsForOwnership(after: problem)
@@ -61,6 +64,7 @@ extension ReactorService {
     }
 }
 
-/// Thrown on an event loop by a route that would have to wait for the session store: the
-/// service serves the request again off the loop (see ``RequestScope/mayWaitForStore``).
-struct StoreWaitNeeded: Error {}
+/// A route asked to be served off the loops where it already was: a fault of the route's.
+struct StoreWaitRefused: Error, CustomStringConvertible {
+    var description: String { "the route asked for the session store where it may already wait for it" }
+}

@@ -26,7 +26,7 @@ extension ReactorService {
             parameters: body.parameters.flatMap { $0 == .null ? nil : JSONCoding.encodeState($0) },
             context: context)
         // A new id is checked against the stored ones: off the event loop.
-        try leaveTheLoopToWaitForTheStore(scope)
+        if needsStoreOffLoop(scope) { return .needsStore }
         let (instance, ticket) = try Problem.rethrowing { () throws(HostingError) in try host.create(type, creation: creation) }
         metrics.instanceCount(table.count)
         logger.info("instance created", metadata: ["instance": "\(InstanceID.logLabel(instance.id))", "type": "\(type.name)"])
@@ -39,21 +39,21 @@ extension ReactorService {
         }
     }
 
-    func readInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
-        let instance = try self.instance(for: request, scope)
+    func readInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
+        guard let instance = try self.instance(for: request, scope) else { return .needsStore }
         instance.touch()
         let snapshot = Self.snapshot(instance)
         if let ifNoneMatch = request.headers["If-None-Match"],
             ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" })
         {
-            return HTTPResponse(status: 304, headers: ["ETag": snapshot.etag])
+            return .now(HTTPResponse(status: 304, headers: ["ETag": snapshot.etag]))
         }
-        return HTTPResponse(snapshot.response)
+        return .now(HTTPResponse(snapshot.response))
     }
 
     func deleteInstance(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
         // Off the event loop if it is not in memory: the host looks in the store.
-        if liveInstance(for: request) == nil { try leaveTheLoopToWaitForTheStore(scope) }
+        if liveInstance(for: request) == nil && needsStoreOffLoop(scope) { return .needsStore }
         let id = request.pathParameters["id"] ?? ""
         let caller = scope.caller
         let deleted = try Problem.rethrowing { () throws(HostingError) in
@@ -68,7 +68,7 @@ extension ReactorService {
     }
 
     func sendAction(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
-        var found = try self.instance(for: request, scope)
+        guard var found = try self.instance(for: request, scope) else { return .needsStore }
         try requireJSON(request)
         let wait = try Self.flag(request.query["wait"], name: "wait")
         let key = try Self.idempotencyKey(request)
@@ -87,8 +87,10 @@ extension ReactorService {
         do {
             (receipt, ticket, isReplay) = try send(to: found)
         } catch .instanceEnded where configuration.store != nil {
-            // It left memory as this request found it: once more, on the instance brought back.
-            found = try self.instance(for: request, scope)
+            // It left memory as this request found it (nothing was sent): once more, on the
+            // instance brought back.
+            guard let brought = try self.instance(for: request, scope) else { return .needsStore }
+            found = brought
             let again = found
             (receipt, ticket, isReplay) = try Problem.rethrowing { () throws(HostingError) in try send(to: again) }
         } catch {
@@ -125,8 +127,8 @@ extension ReactorService {
         instance.traces?.startAction(continuing: request.headers, using: HTTPHeadersExtractor())
     }
 
-    func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
-        let instance = try self.instance(for: request, scope)
+    func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
+        guard let instance = try self.instance(for: request, scope) else { return .needsStore }
         let lastEventID = try Self.lastEventID(request)
         let format = try Self.eventFormat(request.query["format"])
         let headers: HTTPHeaders = [
@@ -134,7 +136,7 @@ extension ReactorService {
             "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
         ]
-        if request.method == .HEAD { return HTTPResponse(status: 200, headers: headers) }
+        if request.method == .HEAD { return .now(HTTPResponse(status: 200, headers: headers)) }
         let limit = configuration.maxStreams
         guard openStreams.wrappingAdd(1, ordering: .relaxed).oldValue < limit else {
             openStreams.wrappingSubtract(1, ordering: .relaxed)
@@ -156,36 +158,38 @@ extension ReactorService {
             throw error
         }
         instance.touch()
-        return .stream(
-            status: 200, headers: headers, source: subscriber,
-            heartbeat: HTTPHeartbeat(
-                interval: configuration.heartbeatInterval,
-                bytes: ServerSentEvents.heartbeat))
+        return .now(
+            .stream(
+                status: 200, headers: headers, source: subscriber,
+                heartbeat: HTTPHeartbeat(
+                    interval: configuration.heartbeatInterval,
+                    bytes: ServerSentEvents.heartbeat)))
     }
 
-    func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws -> HTTPResponse {
-        let instance = try self.instance(for: request, scope)
+    func readHistory(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {
+        guard let instance = try self.instance(for: request, scope) else { return .needsStore }
         let after = try request.query["after"].map { (raw) throws(Problem) in try Self.version(raw, name: "after") }
         instance.touch()
         let latest = instance.timeline.latest.version
         let history = instance.timeline.history(after: after)
         var headers = Self.jsonHeaders
         headers["Cache-Control"] = "no-store"
-        return HTTPResponse(
-            status: 200, headers: headers,
-            body: InstanceHistory.body(id: instance.id, type: instance.typeName, history: history, latest: latest))
+        return .now(
+            HTTPResponse(
+                status: 200, headers: headers,
+                body: InstanceHistory.body(id: instance.id, type: instance.typeName, history: history, latest: latest)))
     }
 
-    /// The instance the request's path names. One not in memory is brought back from the store
-    /// only where `scope` may wait for the store; elsewhere (an event loop) this throws
-    /// ``StoreWaitNeeded`` and the request is served again off the loop. Else throws a `Problem`.
-    /// Another subject's instance is not found either, exactly as one that does not exist.
-    private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> any HostedInstance {
+    /// The instance the request's path names; nil when it is not in memory and `scope` may not
+    /// wait for the store (an event loop), which the route answers with ``RouteReply/needsStore``.
+    /// One not in memory is brought back from the store. Throws a `Problem` when there is none,
+    /// and when it is another subject's: exactly the answer for an id that does not exist.
+    private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> (any HostedInstance)? {
         if let live = liveInstance(for: request) {
             guard scope.caller.mayReach(live.owner) else { throw Problem.noSuchInstance(request.pathParameters["id"] ?? "") }
             return live
         }
-        try leaveTheLoopToWaitForTheStore(scope)
+        if needsStoreOffLoop(scope) { return nil }
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
@@ -202,10 +206,10 @@ extension ReactorService {
         return key.flatMap(table.instance(key:))
     }
 
-    /// Throws ``StoreWaitNeeded`` on an event loop when there is a store: what the caller does
-    /// next may wait for it, so the request is served again off the loop. Without a store,
-    /// every request is served on its loop.
-    private func leaveTheLoopToWaitForTheStore(_ scope: RequestScope) throws {
-        if configuration.store != nil && !scope.mayWaitForStore { throw StoreWaitNeeded() }
+    /// Whether what the route does next may wait for the session store where `scope` must not
+    /// (an event loop, with a store): then it answers ``RouteReply/needsStore`` before it changes
+    /// anything. Without a store, every request is served on its loop.
+    private func needsStoreOffLoop(_ scope: RequestScope) -> Bool {
+        configuration.store != nil && !scope.mayWaitForStore
     }
 }

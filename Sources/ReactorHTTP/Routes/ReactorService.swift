@@ -90,11 +90,11 @@ public final class ReactorService: Sendable {
             .now(HTTPResponse(status: 200, headers: Self.jsonHeaders, body: self.typesJSON))
         }
         add(&router, .POST, "/reactors") { request, scope in try self.createInstance(request, scope) }
-        add(&router, .GET, "/reactors/{id}") { request, scope in .now(try self.readInstance(request, scope)) }
+        add(&router, .GET, "/reactors/{id}") { request, scope in try self.readInstance(request, scope) }
         add(&router, .DELETE, "/reactors/{id}") { request, scope in try self.deleteInstance(request, scope) }
         add(&router, .POST, "/reactors/{id}/actions") { request, scope in try self.sendAction(request, scope) }
-        add(&router, .GET, "/reactors/{id}/events") { request, scope in .now(try self.openEvents(request, scope)) }
-        add(&router, .GET, "/reactors/{id}/history", access: .admin) { request, scope in .now(try self.readHistory(request, scope)) }
+        add(&router, .GET, "/reactors/{id}/events") { request, scope in try self.openEvents(request, scope) }
+        add(&router, .GET, "/reactors/{id}/history", access: .admin) { request, scope in try self.readHistory(request, scope) }
         add(&router, .GET, "/", access: .open) { _, _ in .now(HTTPResponse(InspectorRoutes.landingPage)) }
         add(&router, .GET, "/inspector", access: .open) { _, _ in .now(HTTPResponse(InspectorRoutes.inspectorPage)) }
         add(&router, .GET, "/assets/{name}", access: .open) { request, _ in

@@ -85,11 +85,17 @@ extension ReactorService {
     }
 }
 
-/// What a route answers: a response now, or one whose completion the route took over.
+/// What a route answers: a response now, one whose completion the route took over, or a request
+/// to be served again where it may wait for the session store.
 enum RouteReply: Sendable {
     case now(HTTPResponse)
     /// A deferred response that calls `RequestScope.finish` itself when it completes.
     case deferred(HTTPResponse)
+    /// The route needs the session store (its instance is not in memory, or a new id must be
+    /// checked against the stored ones), which an event loop must not wait for: the same handler
+    /// serves the request again off the loops, where ``RequestScope/mayWaitForStore`` is true.
+    /// Returned before the route has changed anything.
+    case needsStore
 }
 
 /// Sends one deferred reply, whichever of its racing causes (settled or timed out) comes first.

@@ -25,10 +25,10 @@ extension ReactorService {
                 switch try handler(request, scope) {
                 case .now(let response): return scope.finish(response)
                 case .deferred(let response): return response
-                }
-            } catch is StoreWaitNeeded {
-                return HTTPResponse.deferred { responder in
-                    self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
+                case .needsStore:
+                    return HTTPResponse.deferred { responder in
+                        self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
+                    }
                 }
             } catch let problem as Problem where self.waitsForOwnership(after: problem) {
                 let deadline = self.ownershipDeadlineFromNow()
