@@ -28,6 +28,11 @@ struct Caller: Sendable {
     func mayReach(_ owner: String?) -> Bool {
         isAdmin || owner == nil || owner == subject
     }
+
+    /// Whether the caller may reach `instance` (its owner is read only when that matters).
+    func mayReach(_ instance: any HostedInstance) -> Bool {
+        isAdmin || mayReach(instance.owner)
+    }
 }
 
 extension ReactorService {

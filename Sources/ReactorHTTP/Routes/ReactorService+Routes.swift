@@ -186,14 +186,14 @@ extension ReactorService {
     /// and when it is another subject's: exactly the answer for an id that does not exist.
     private func instance(for request: HTTPRequest, _ scope: RequestScope) throws -> (any HostedInstance)? {
         if let live = liveInstance(for: request) {
-            guard scope.caller.mayReach(live.owner) else { throw Problem.noSuchInstance(request.pathParameters["id"] ?? "") }
+            guard scope.caller.mayReach(live) else { throw Problem.noSuchInstance(request.pathParameters["id"] ?? "") }
             return live
         }
         if needsStoreOffLoop(scope) { return nil }
         let id = request.pathParameters["id"] ?? ""
         // Not in memory: the store may hold it (activated here), or nothing does.
         let found = try Problem.rethrowing { () throws(HostingError) in try host.instance(id: id) }
-        guard let found, scope.caller.mayReach(found.owner) else { throw Problem.noSuchInstance(id) }
+        guard let found, scope.caller.mayReach(found) else { throw Problem.noSuchInstance(id) }
         return found
     }
 

@@ -13,31 +13,42 @@ extension ReactorService {
         _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply
     ) {
         let routeMetrics = metrics.route(pattern, method: method.rawValue)
+        // Decided once: a service that authenticates nobody pays nothing per request for it.
+        let authenticates = access != .open && configuration.authentication != nil
         router.add(method, pattern) { request in
-            let unauthenticated = RequestScope(service: self, metrics: routeMetrics, request: request)
-            let scope: RequestScope
-            do throws(Problem) {
-                scope = unauthenticated.sentBy(try self.caller(of: request, for: access))
-            } catch {
-                return unauthenticated.finish(error.response)
-            }
-            do {
-                switch try handler(request, scope) {
-                case .now(let response): return scope.finish(response)
-                case .deferred(let response): return response
-                case .needsStore:
-                    return HTTPResponse.deferred { responder in
-                        self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
-                    }
+            var scope = RequestScope(service: self, metrics: routeMetrics, request: request)
+            if authenticates {
+                do throws(Problem) {
+                    scope = scope.sentBy(try self.caller(of: request, for: access))
+                } catch {
+                    return scope.finish(error.response)
                 }
-            } catch let problem as Problem where self.waitsForOwnership(after: problem) {
-                let deadline = self.ownershipDeadlineFromNow()
+            }
+            return self.serve(request, scope, handler)
+        }
+    }
+
+    /// Runs `handler` for `request` and turns what it answers into the response.
+    private func serve(
+        _ request: HTTPRequest, _ scope: RequestScope,
+        _ handler: @escaping @Sendable (HTTPRequest, RequestScope) throws -> RouteReply
+    ) -> HTTPResponse {
+        do {
+            switch try handler(request, scope) {
+            case .now(let response): return scope.finish(response)
+            case .deferred(let response): return response
+            case .needsStore:
                 return HTTPResponse.deferred { responder in
-                    self.retry(request, scope.waitingForStore(), handler, until: deadline, responder: responder)
+                    self.serveOffLoop(request, scope.waitingForStore(), handler, responder: responder)
                 }
-            } catch {
-                return scope.finish(Self.problem(for: error).response)
             }
+        } catch let problem as Problem where self.waitsForOwnership(after: problem) {
+            let deadline = self.ownershipDeadlineFromNow()
+            return HTTPResponse.deferred { responder in
+                self.retry(request, scope.waitingForStore(), handler, until: deadline, responder: responder)
+            }
+        } catch {
+            return scope.finish(Self.problem(for: error).response)
         }
     }
 
