@@ -27,7 +27,8 @@ import Testing
     static func sign(_ payload: Payload, secret: [UInt8] = secret, digest: DigestAlgorithm = .sha256, kid: String? = nil)
         async throws -> String
     {
-        let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: digest, kid: kid.map { JWKIdentifier(string: $0) })
+        let keys = await JWTKeyCollection().add(
+            hmac: HMACKey(from: secret), digestAlgorithm: digest, kid: kid.map { JWKIdentifier(string: $0) })
         return try await keys.sign(payload, kid: kid.map { JWKIdentifier(string: $0) })
     }
 
@@ -71,7 +72,10 @@ import Testing
             (Self.payload(iss: "elsewhere"), Self.secret, .sha256, "the token is not from the expected issuer"),
             (Self.payload(sub: nil), Self.secret, .sha256, "the token names no subject (sub)"),
             (Self.payload(sub: ""), Self.secret, .sha256, "the token names no subject (sub)"),
-            (Self.payload(), Array("another secret, just as long as the first one is, 64 bytes long".utf8), .sha256, "the token's signature does not verify"),
+            (
+                Self.payload(), Array("another secret, just as long as the first one is, 64 bytes long".utf8), .sha256,
+                "the token's signature does not verify"
+            ),
             (Self.payload(), Self.secret, .sha384, "the token's algorithm is not its key's (HS256)"),
         ]
         for (payload, secret, digest, reason) in cases {
