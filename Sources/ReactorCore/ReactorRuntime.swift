@@ -1,3 +1,4 @@
+// Over 450 lines: the per-instance pipeline kept in one readable place (its shared state, drainer and task runner are files of their own).
 import Locking
 import Synchronization
 

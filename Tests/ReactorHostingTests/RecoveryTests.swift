@@ -1,3 +1,4 @@
+// Over 450 lines: one suite, whose tests share its fixtures; a split would repeat them.
 import Foundation
 import Locking
 import Logging

@@ -1,0 +1,68 @@
+import Foundation
+import ReactorCore
+
+/// A stored session decoded for its reactor type: the state, and the pending actions sorted
+/// into those that had not started, those a crash interrupted, and those that no longer decode.
+struct Restoration<R: Reactor> {
+    let stored: StoredSession
+    let state: R.State
+    /// The JSON of the restored version: the stored bytes, or the state encoded again when keys
+    /// were filled from the initial state.
+    let stateJSON: [UInt8]
+    /// The keys filled from the initial state (see ``StoredStateDecoding``); usually none.
+    let filledKeys: [String]
+    let unstarted: [(seq: UInt64, action: R.Action, json: [UInt8])]
+    let interrupted: [InterruptedAction<R.Action>]
+    /// Acknowledged actions an earlier build stored that this build's `Action` cannot decode,
+    /// with what does not decode: reported, never applied.
+    let undecodable: [(seq: UInt64, reason: String)]
+
+    /// Whether its versions resume past some that clients may have been shown with other
+    /// states, so that no version number is ever shown with two: those the process that served
+    /// it last may have shown and never committed (``StoredSession/publishedAhead``), or those
+    /// the store had before a backup was restored (``StoredSession/shownThrough``). The restored
+    /// state becomes a version of its own past them.
+    var skipsVersions: Bool { resumedVersion != stored.version }
+
+    /// The version the instance resumes at.
+    var resumedVersion: UInt64 {
+        let aheadOfStore = stored.publishedAhead ? stored.version + GroupCommitter.versionsShownAheadLimit + 1 : stored.version
+        let pastRestore = stored.shownThrough > stored.version ? stored.shownThrough + 1 : stored.version
+        return max(aheadOfStore, pastRestore)
+    }
+
+    /// Decodes `stored`, filling keys its state lacks from `initialStateJSON`; throws
+    /// ``HostingError/storedSessionIncompatible(_:)`` when the state still does not decode.
+    init(_ stored: StoredSession, initialStateJSON: [UInt8]) throws(HostingError) {
+        self.stored = stored
+        let decoded = try StoredStateDecoding.decode(R.State.self, stored: stored.state, initialState: initialStateJSON)
+        state = decoded.state
+        filledKeys = decoded.filledKeys
+        stateJSON = decoded.filledKeys.isEmpty ? stored.state : JSONCoding.encodeState(decoded.state)
+        var unstarted: [(UInt64, R.Action, [UInt8])] = []
+        var interrupted: [InterruptedAction<R.Action>] = []
+        var undecodable: [(UInt64, String)] = []
+        let rawValue = RawValueDecoder(R.Action.self)
+        for pending in stored.pendingActions {
+            let action: R.Action
+            do {
+                action = try ActionDecoding.decode(R.Action.self, from: pending.action, rawValue: rawValue)
+            } catch {
+                guard case .invalidAction(let reason) = error else { throw error }
+                undecodable.append((pending.seq, reason))
+                continue
+            }
+            if pending.seq > stored.startedThrough {
+                unstarted.append((pending.seq, action, pending.action))
+            } else {
+                interrupted.append(
+                    InterruptedAction(
+                        action: action, sequence: pending.seq,
+                        reducedMutations: pending.producedVersions))
+            }
+        }
+        self.unstarted = unstarted
+        self.interrupted = interrupted
+        self.undecodable = undecodable
+    }
+}
