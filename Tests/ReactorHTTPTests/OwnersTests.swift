@@ -63,7 +63,7 @@ import Testing
         try server.start()
         defer { server.shutdown() }
         let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
-        let id = try #require(try await client.post("/reactors", #"{"type":"counter"}"#, headers: Self.alice).json["id"] as? String)
+        let id = try await client.create("counter", headers: Self.alice)
         let refusals: [(headers: [String: String], invalid: Bool)] = [
             ([:], false),
             (["Authorization": "Bearer"], true),
@@ -106,7 +106,7 @@ import Testing
         try server.start()
         defer { server.shutdown() }
         let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
-        let id = try #require(try await client.post("/reactors", #"{"type":"counter"}"#, headers: Self.alice).json["id"] as? String)
+        let id = try await client.create("counter", headers: Self.alice)
         let increased = try await client.post("/reactors/\(id)/actions?wait=true", #""increase""#, headers: Self.alice)
         #expect(increased.status == 200)
         let before = try #require(try store.load(id: id))
@@ -158,7 +158,7 @@ import Testing
         try server.start()
         defer { server.shutdown() }
         let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
-        let id = try #require(try await client.post("/reactors", #"{"type":"counter"}"#, headers: Self.alice).json["id"] as? String)
+        let id = try await client.create("counter", headers: Self.alice)
         for path in ["/metrics", "/reactors/\(id)/history"] {
             #expect(try await client.get(path).status == 401, "\(path)")
             let forbidden = try await client.get(path, headers: Self.alice)

@@ -87,11 +87,7 @@ def first_state(stream) -> dict:
     """The state of a stream's first event; the stream is closed."""
     try:
         assert stream.status == 200, (stream.status, getattr(stream, "body", b""))
-        event = stream.next()
-        while event is not None and event.event != "state":  # the retry hint comes first
-            event = stream.next()
-        assert event is not None, "the stream ended without a state"
-        return json.loads(event.data)
+        return stream.states_until(lambda state: True)[0].json()
     finally:
         stream.close()
 

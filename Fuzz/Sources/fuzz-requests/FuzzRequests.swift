@@ -47,6 +47,14 @@ func checkDecoding<Action: Decodable>(_ type: Action.Type, _ body: [UInt8]) {
     }
 }
 
+/// The id in the answer to a creation of `type`; traps when it created nothing.
+func createdID(_ response: HTTPResponse, _ type: String) -> String {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+        let id = object["id"] as? String
+    else { preconditionFailure("could not create \(type)") }
+    return id
+}
+
 /// A reactor service without a server, its router called directly.
 final class FuzzService: Sendable {
     static let shared = FuzzService()
@@ -80,10 +88,7 @@ final class FuzzService: Sendable {
                     method: .POST, target: "/reactors",
                     headers: ["Content-Type": "application/json"],
                     body: Array(#"{"type":"\#(type)"}"#.utf8)))
-            guard let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-                let id = object["id"] as? String
-            else { preconditionFailure("could not create \(type)") }
-            fresh[type] = id
+            fresh[type] = createdID(response, type)
         }
         ids.withLock { $0 = fresh }
         for _ in 0..<3 {
@@ -178,10 +183,7 @@ final class AuthenticatedFuzzService: Sendable {
         let created = router.handle(
             HTTPRequest(
                 method: .POST, target: "/reactors", headers: ["Authorization": "Bearer a"], body: Array(#"{"type":"counter"}"#.utf8)))
-        guard let object = try? JSONSerialization.jsonObject(with: Data(created.body)) as? [String: Any],
-            let id = object["id"] as? String
-        else { preconditionFailure("could not create the counter") }
-        self.id = id
+        self.id = createdID(created, "counter")
     }
 
     /// Whatever the credentials: no crash; 200 for its subject or the admin, 404 for the other,

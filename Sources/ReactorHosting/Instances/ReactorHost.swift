@@ -274,7 +274,7 @@ package final class ReactorHost: Sendable {
     }
 
     /// Deletes the instance with this id, in memory and in the store. Nil when there is none, or
-    /// when `owner` says its owner may not; else the ticket (with ``Durability/sync``) tells when
+    /// when `mayDelete` refuses its owner; else the ticket (with ``Durability/sync``) tells when
     /// the deletion is committed.
     /// - Parameters:
     ///   - mayDelete: whether an instance with this owner (its ``HostedInstance/owner``) may be

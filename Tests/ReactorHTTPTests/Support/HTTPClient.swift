@@ -63,9 +63,9 @@ struct HTTPClient: Sendable {
         try await send("POST", path, body: body, headers: headers)
     }
 
-    /// Creates an instance and returns its id.
-    func create(_ type: String) async throws -> String {
-        let reply = try await post("/reactors", #"{"type":"\#(type)"}"#)
+    /// Creates an instance (sending `headers`, such as a subject's credentials) and returns its id.
+    func create(_ type: String, headers: [String: String] = [:]) async throws -> String {
+        let reply = try await post("/reactors", #"{"type":"\#(type)"}"#, headers: headers)
         guard reply.status == 201, let id = reply.json["id"] as? String else {
             throw TestFailure("create \(type): \(reply.status) \(reply.text)")
         }
