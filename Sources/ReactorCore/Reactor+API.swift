@@ -20,10 +20,21 @@ extension Reactor {
     ///
     /// `whenAccepted` hears the action's sequence as it is taken, before anything can apply it:
     /// a host records the action there, so that its record always precedes what it produces.
+    /// It also hears the backlog: how many actions taken before it are not yet applied.
     /// It runs under the runtime's lock: it must be quick and must not call into the reactor.
     @inlinable
-    package func sendUnlessStalled(_ action: Action, whenAccepted: (UInt64) -> Void = { _ in }) -> ActionReceipt? {
+    package func sendUnlessStalled(
+        _ action: Action, whenAccepted: (_ sequence: UInt64, _ backlog: UInt64) -> Void = { _, _ in }
+    ) -> ActionReceipt? {
         runtime.send(action, reactor: self, refuseWhenStalled: true, whenAccepted: whenAccepted)
+    }
+
+    /// Calls `body` once the action `receipt` stands for has been applied: its immediate
+    /// mutations reduced (what it runs later may still be going; see ``whenSettled(_:_:)`` for
+    /// that), or the reactor disposed. Calls it before returning when that is already so. For
+    /// hosts that hold an acknowledgement back while a reactor is behind.
+    package func whenProcessed(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        runtime.whenProcessed(receipt, body)
     }
 
     /// Has `executor`'s threads apply this reactor's actions and mutations from now on,

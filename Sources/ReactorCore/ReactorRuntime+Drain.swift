@@ -50,9 +50,11 @@ extension ReactorRuntime {
         }
     }
 
-    /// A turn on an ``ActionExecutor``: applies up to `batchesPerTurn` batches, then queues itself
-    /// again if work is left, so reactors with long queues take turns with the others (and the
-    /// pool's watchdog sees a new turn start while a busy reactor makes progress).
+    /// A turn on an ``ActionExecutor``: applies about `workPerTurn` items of work (the batch that
+    /// reaches it is finished), then queues itself again if work is left, so reactors with long
+    /// queues take turns with the others, and the pool's watchdog sees a new turn start while a
+    /// busy reactor makes progress: a turn's length follows the work it does, not how much was
+    /// queued.
     @usableFromInline final class PooledTurn: ExecutorTurn {
         @usableFromInline let runtime: ReactorRuntime
         @usableFromInline let reactor: R
@@ -64,11 +66,11 @@ extension ReactorRuntime {
             self.pool = pool
         }
 
-        @usableFromInline static var batchesPerTurn: Int { 16 }
+        @usableFromInline static var workPerTurn: Int { 1_024 }
 
         @usableFromInline func run() {
             // The turn is queued only by the thread holding the drainer role, so it holds it now.
-            if !runtime.drainSpecialized(runtime, reactor, nil, Self.batchesPerTurn) { pool.schedule(self) }
+            if !runtime.drainSpecialized(runtime, reactor, nil, Self.workPerTurn) { pool.schedule(self) }
         }
 
         @usableFromInline func setStalled(_ stalled: Bool) { runtime.setStalled(stalled) }
@@ -91,10 +93,11 @@ extension ReactorRuntime {
         }
 
         /// Applies queued work until the queue is empty, then gives up the drainer role.
-        /// With a `batchLimit`, stops after that many batches when work is left, keeping the role.
+        /// With a `workLimit`, stops once it has applied that many items of work (finishing the
+        /// batch that reaches it) when work is left, keeping the role.
         /// - Returns: whether the role was given up.
-        @inlinable @discardableResult func run(batchLimit: Int = .max) -> Bool {
-            var batches = 0
+        @inlinable @discardableResult func run(workLimit: Int = .max) -> Bool {
+            var applied = 0
             while true {
                 let (step, synced) = runtime.shared.withLock { shared -> (Step, Synced) in
                     let finished = shared.pending.isEmpty || shared.isDisposed
@@ -106,7 +109,7 @@ extension ReactorRuntime {
                         shared.isDraining = false
                         return (.done, synced)
                     }
-                    if batches == batchLimit { return (.yield, synced) }
+                    if applied >= workLimit { return (.yield, synced) }
                     // One item (the usual case when actions are spread over many instances) is
                     // taken out on its own, leaving the batch buffer untouched: it is one more
                     // cold allocation per action when the instance has not run for a while.
@@ -121,10 +124,10 @@ extension ReactorRuntime {
                 case .done: return true
                 case .yield: return false
                 case .applyOne(let work):
-                    batches += 1
+                    applied += 1
                     process(work)
                 case .apply:
-                    batches += 1
+                    applied += engine.batch.count
                     applyBatch()
                 }
             }

@@ -66,6 +66,9 @@ extension ReactorRuntime {
         @usableFromInline var stubActions: [R.Action] = []
         @usableFromInline var lastID: UInt64 = 0
         @usableFromInline var onStall: (@Sendable (Bool) -> Void)?
+        /// Callbacks waiting for an action to be applied (see `ReactorRuntime.whenProcessed`),
+        /// in ascending order of their sequence.
+        @usableFromInline var processedCallbacks: [(sequence: UInt64, body: @Sendable () -> Void)] = []
 
         @usableFromInline mutating func nextObserverID() -> UInt64 {
             lastID += 1
@@ -89,13 +92,35 @@ extension ReactorRuntime {
         }
 
         /// Records that actions up to `sequence` were applied; returns callbacks now due.
+        ///
+        /// Only the actions applied since the last call can have settled here: one applied before
+        /// and still waiting then waits for a task, and settles in ``removeTask(_:)``. So the
+        /// cost follows the actions just applied, not the callbacks waiting (a queue of
+        /// acknowledged actions a hot instance has not reached yet would otherwise make every
+        /// action walk all of theirs).
         @inlinable mutating func markProcessed(through sequence: UInt64) -> [@Sendable () -> Void] {
-            if sequence > processedThrough { processedThrough = sequence }
-            if settleCallbacks.isEmpty { return [] }
+            let previous = processedThrough
+            guard sequence > previous else { return [] }
+            processedThrough = sequence
             var due: [@Sendable () -> Void] = []
-            for (waiting, callbacks) in settleCallbacks where isSettled(waiting) {
-                due += callbacks
-                settleCallbacks[waiting] = nil
+            if !processedCallbacks.isEmpty {
+                var count = 0
+                while count < processedCallbacks.count && processedCallbacks[count].sequence <= sequence {
+                    due.append(processedCallbacks[count].body)
+                    count += 1
+                }
+                processedCallbacks.removeFirst(count)
+            }
+            if settleCallbacks.isEmpty { return due }
+            if sequence - previous <= UInt64(settleCallbacks.count) {
+                for waiting in (previous + 1)...sequence where unsettled[waiting] == nil {
+                    if let callbacks = settleCallbacks.removeValue(forKey: waiting) { due += callbacks }
+                }
+            } else {
+                let settled = settleCallbacks.keys.filter { $0 > previous && $0 <= sequence && unsettled[$0] == nil }
+                for waiting in settled {
+                    if let callbacks = settleCallbacks.removeValue(forKey: waiting) { due += callbacks }
+                }
             }
             return due
         }
@@ -121,7 +146,7 @@ extension ReactorRuntime {
             let released = ReleasedWork(
                 tasks: tasks.values.map(\.task),
                 finishers: finishers,
-                callbacks: settleCallbacks.values.flatMap { $0 },
+                callbacks: settleCallbacks.values.flatMap { $0 } + processedCallbacks.map(\.body),
                 formerState: formerState
             )
             observers.removeAll()
@@ -131,6 +156,7 @@ extension ReactorRuntime {
             scopes.removeAll()
             unsettled.removeAll()
             settleCallbacks.removeAll()
+            processedCallbacks.removeAll()
             return released
         }
     }

@@ -33,7 +33,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// What hears the calls into the reactor (see ``RuntimeProbe``), once a host sets one.
     let probeBox = SetOnceReference<RuntimeProbeBox>()
 
-    /// Applies `first` if given, then queued work as the drainer (see `Drain.run(batchLimit:)`).
+    /// Applies `first` if given, then queued work as the drainer (see `Drain.run(workLimit:)`).
     ///
     /// This and the two closures below are built in `init`, which is inlined where the reactor's
     /// type is known (`let runtime = ReactorRuntime<MyReactor>()`), so they are compiled for that
@@ -43,7 +43,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     @usableFromInline let drainSpecialized:
         @Sendable (
             _ runtime: ReactorRuntime, _ reactor: R, _ first: FirstAction?,
-            _ batchLimit: Int
+            _ workLimit: Int
         ) -> Bool
 
     /// An action the sending thread applies before the queue (see `send`).
@@ -54,7 +54,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         @Sendable (
             _ runtime: ReactorRuntime, _ action: R.Action, _ reactor: R,
             _ refuseWhenStalled: Bool,
-            _ whenAccepted: (UInt64) -> Void
+            _ whenAccepted: (_ sequence: UInt64, _ backlog: UInt64) -> Void
         ) -> ActionReceipt?
 
     /// Queues a turn for the reactor on `pool`, creating the turn with the reactor's type known.
@@ -65,11 +65,11 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
         scheduleSpecialized = { runtime, reactor, pool in
             pool.schedule(PooledTurn(runtime: runtime, reactor: reactor, pool: pool))
         }
-        drainSpecialized = { runtime, reactor, first, batchLimit in
+        drainSpecialized = { runtime, reactor, first, workLimit in
             // Only the thread holding the drainer role calls this, so it may use the engine.
             let drain = Drain(runtime: runtime, reactor: reactor, engine: runtime.engine!)
             if let first { drain.applyAction(first.action, sequence: first.sequence, entry: 0) }
-            return drain.run(batchLimit: batchLimit)
+            return drain.run(workLimit: workLimit)
         }
         enqueueSpecialized = { runtime, action, reactor, refuseWhenStalled, whenAccepted in
             runtime.enqueue(action, reactor: reactor, refuseWhenStalled: refuseWhenStalled, whenAccepted: whenAccepted)
@@ -207,11 +207,12 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
 
     /// The hot path: enqueue, and drain (or have the pool drain) if nobody else does.
     /// Returns `nil`, queuing nothing, when `refuseWhenStalled` and the reactor is stalled.
-    /// `whenAccepted` hears the action's sequence once it is taken, before anything can apply it
-    /// (under the runtime's lock: it must be quick and must not call into the reactor).
+    /// `whenAccepted` hears the action's sequence once it is taken, before anything can apply it,
+    /// and how many actions taken before it are not yet applied (under the runtime's lock: it
+    /// must be quick and must not call into the reactor).
     @inlinable func send(
         _ action: R.Action, reactor: R, refuseWhenStalled: Bool = false,
-        whenAccepted: (UInt64) -> Void = { _ in }
+        whenAccepted: (_ sequence: UInt64, _ backlog: UInt64) -> Void = { _, _ in }
     ) -> ActionReceipt? {
         enqueueSpecialized(self, action, reactor, refuseWhenStalled, whenAccepted)
     }
@@ -219,7 +220,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     /// `send`'s work, reached through `enqueueSpecialized`.
     @inlinable func enqueue(
         _ action: R.Action, reactor: R, refuseWhenStalled: Bool,
-        whenAccepted: (UInt64) -> Void
+        whenAccepted: (_ sequence: UInt64, _ backlog: UInt64) -> Void
     ) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
@@ -230,7 +231,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             shared.nextSequence += 1
             let sequence = shared.nextSequence
             if shared.isDisposed { return (sequence, .none) }
-            whenAccepted(sequence)
+            whenAccepted(sequence, sequence &- shared.processedThrough &- 1)
             if shared.isStubEnabled {
                 shared.stubActions.append(action)
                 shared.enqueueOrMarkProcessed(.skipped(sequence: sequence), sequence: sequence)
@@ -422,6 +423,21 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             return false
         }
         if settled { body() }
+    }
+
+    /// Calls `body` once the action has been applied (its immediate mutations reduced; what it
+    /// runs later may still be going), or the reactor was disposed; at once when that is so.
+    @usableFromInline func whenProcessed(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        let processed = shared.withLock { shared -> Bool in
+            let sequence = receipt.sequence
+            if shared.isDisposed || sequence > shared.nextSequence || sequence <= shared.processedThrough { return true }
+            // Callers come in about the order of their sequences: the place is found from the end.
+            var index = shared.processedCallbacks.count
+            while index > 0 && shared.processedCallbacks[index - 1].sequence > sequence { index -= 1 }
+            shared.processedCallbacks.insert((sequence, body), at: index)
+            return false
+        }
+        if processed { body() }
     }
 
     // MARK: - Tasks

@@ -19,6 +19,9 @@ package final class InstanceContext: Sendable {
     let drainPool: DrainPool?
     /// How long a call into the reactor may run before the instance counts as stalled.
     let stallTimeout: Duration
+    /// Actions taken and not yet applied past which an acknowledgement waits for its action to
+    /// be applied (see ``HostingConfiguration/actionBacklogLimit``).
+    let actionBacklogLimit: UInt64
     /// Where instances are kept; `nil`: in memory only.
     let committer: GroupCommitter?
     /// Told when an instance stalls (`true`) or returns (`false`).
@@ -33,7 +36,7 @@ package final class InstanceContext: Sendable {
     package init(
         now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
         historyCapacity: Int, subscriberLimit: Int, logger: Logger, drainPool: DrainPool?,
-        stallTimeout: Duration, committer: GroupCommitter?,
+        stallTimeout: Duration, actionBacklogLimit: UInt64 = 1_024, committer: GroupCommitter?,
         stallChanged: @escaping @Sendable (Bool) -> Void,
         errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
         mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil
@@ -45,6 +48,7 @@ package final class InstanceContext: Sendable {
         self.logger = logger
         self.drainPool = drainPool
         self.stallTimeout = stallTimeout
+        self.actionBacklogLimit = actionBacklogLimit
         self.committer = committer
         self.stallChanged = stallChanged
         self.errorEvent = errorEvent
@@ -342,10 +346,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         // can apply it: what the action produces is never committed ahead of its record, so an
         // action whose record fails to commit (and is refused) has left nothing in the store.
         var ticket: CommitTicket?
+        var isBehind = false
         let acceptedAt = context.wallClock()
         let committer = context.committer
         let id = self.id
-        let taken = reactor.sendUnlessStalled(action) { sequence in
+        let backlogLimit = context.drainPool == nil ? UInt64.max : context.actionBacklogLimit
+        let taken = reactor.sendUnlessStalled(action) { sequence, backlog in
+            isBehind = backlog >= backlogLimit
             let remembered = key.map { RememberedKey(key: $0.0, seq: sequence, digest: $0.1) }
             ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON, key: remembered))
             if let traces, let trace {
@@ -369,6 +376,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         if let traces, trace != nil {
             reactor.whenSettled(receipt) { traces.settled(sequence: receipt.sequence) }
         }
+        if isBehind { ticket = CommitTicket.afterProcessing(receipt, of: reactor, andCommit: ticket) }
         return (receipt, ticket)
     }
 

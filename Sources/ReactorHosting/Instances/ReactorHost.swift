@@ -23,6 +23,10 @@ package struct HostingConfiguration: Sendable {
     package var reactorThreads = 0
     /// How long user code may run before its instance counts as stalled.
     package var stallTimeout: Duration = .seconds(1)
+    /// With reactor threads: when an instance has this many actions taken and not yet applied,
+    /// a new action's acknowledgement waits until it is applied, so a reactor that cannot keep
+    /// up slows its senders down instead of queueing without end.
+    package var actionBacklogLimit: UInt64 = 1_024
     /// Where sessions are kept; `nil`: in memory only, lost with the process.
     package var store: (any SessionStore)?
     /// When a write to the store counts as done.
@@ -115,7 +119,8 @@ package final class ReactorHost: Sendable {
         self.context = InstanceContext(
             now: configuration.now, wallClock: configuration.wallClock,
             historyCapacity: configuration.historyCapacity, subscriberLimit: configuration.subscriberLimit,
-            logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout, committer: committer,
+            logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout,
+            actionBacklogLimit: configuration.actionBacklogLimit, committer: committer,
             stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed,
             tracer: configuration.tracer)
         configuration.store?.onOwnershipLost { [logger] lost in

@@ -1,6 +1,7 @@
 import Dispatch
 import Locking
 import Logging
+import ReactorCore
 
 #if canImport(Glibc)
     import Glibc
@@ -398,6 +399,19 @@ package final class CommitTicket: Sendable {
             return state.outcome
         }
         if let outcome { body(outcome) }
+    }
+
+    /// A ticket for an action taken by a reactor that is behind: it completes once the action
+    /// has been applied and `commit` (its record's ticket, if it waits for one) completed, with
+    /// `commit`'s outcome. So the sender's acknowledgement waits for the reactor to catch up
+    /// (back-pressure), and still promises only what the store has.
+    static func afterProcessing<R: Reactor>(_ receipt: ActionReceipt, of reactor: R, andCommit commit: CommitTicket?) -> CommitTicket {
+        let joined = CommitTicket()
+        reactor.whenProcessed(receipt) {
+            guard let commit else { return joined.complete(.committed) }
+            commit.whenCommitted { joined.complete($0) }
+        }
+        return joined
     }
 
     /// Records the outcome and runs the waiters.
