@@ -20,11 +20,14 @@
  *       average size (the SSE event's bytes, and its data), versions skipped, the server's CPU
  *       seconds per toggle (utime+stime of SERVER_PID over the window, from the first toggle
  *       until every stream has the last version or 10 s after it) and its peak RSS
- *   rsload spread PORT IDS_FILE CONNS SECONDS
+ *   rsload spread PORT IDS_FILE CONNS SECONDS [THREADS]
  *       POST "increase" to an id drawn at random from IDS_FILE, on CONNS keep-alive connections,
- *       one request in flight on each, for SECONDS; prints the requests answered and their rate.
- *       Each request is formatted into one small buffer from the id, so drawing from 100,000
- *       ids costs the generator two more cache lines (the id's pointer and bytes) than one id
+ *       one request in flight on each, for SECONDS, from THREADS threads (default 1) sharing the
+ *       connections; prints the requests answered 2xx and their rate, the answers >= 300 (counted,
+ *       not fatal: non2xx, and status_503 among them), and the latency of the 2xx answers (request
+ *       written -> whole answer read: p50/p99/max). Each request is formatted into one small
+ *       buffer from the id, so drawing from 100,000 ids costs the generator two more cache lines
+ *       (the id's pointer and bytes) than one id
  *   rsload idle PORT PATH COUNT SECONDS
  *       opens COUNT keep-alive connections, sends one GET PATH on each and reads its answer, prints
  *       how many were answered 200, then holds them open and silent until SECONDS have passed
@@ -38,6 +41,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -196,9 +200,10 @@ struct conn {
   int ready;     /* stream: first event seen */
   size_t have;   /* poster: response bytes buffered */
   long best;     /* stream: highest value / message number seen */
+  int64_t sent_at; /* poster (spread): when its request in flight was written */
   char carry[CARRY];
   int carrylen;
-  char rbuf[512];
+  char rbuf[2048]; /* poster: room for a whole answer (a 503's problem body included) */
 };
 
 static char *readbuf;
@@ -271,9 +276,10 @@ static char **read_ids(const char *path, long *count) {
   return ids;
 }
 
-/* Reads a poster's response(s); returns 1 when a whole response has arrived. */
-static int poster_read(struct conn *c) {
+/* Reads a poster's response; returns its status once the whole response has arrived, 0 before. */
+static int poster_status(struct conn *c) {
   for (;;) {
+    if (c->have == sizeof c->rbuf - 1) { fprintf(stderr, "poster: answer over %zu bytes\n", sizeof c->rbuf - 1); exit(1); }
     ssize_t n = read(c->fd, c->rbuf + c->have, sizeof c->rbuf - 1 - c->have);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
     if (n <= 0) { fprintf(stderr, "poster connection closed\n"); exit(1); }
@@ -286,12 +292,18 @@ static int poster_read(struct conn *c) {
     size_t whole = (size_t)(end + 4 - c->rbuf) + length;
     if (c->have < whole) continue;
     int status = atoi(c->rbuf + 9);
-    if (status >= 300) { fprintf(stderr, "action status %d\n", status); exit(1); }
     memmove(c->rbuf, c->rbuf + whole, c->have - whole);
     c->have -= whole;
     c->busy = 0;
-    return 1;
+    return status > 0 ? status : 999;
   }
+}
+
+/* Reads a poster's response(s); returns 1 when a whole response has arrived; exits on a status >= 300. */
+static int poster_read(struct conn *c) {
+  int status = poster_status(c);
+  if (status >= 300) { fprintf(stderr, "action status %d\n", status); exit(1); }
+  return status != 0;
 }
 
 static void stream_read(struct conn *c, const char *needle, void (*found)(struct conn *, long), long *closed) {
@@ -323,37 +335,98 @@ static void send_spread_action(struct conn *c, char **ids, long count, uint64_t 
   c->busy = 1;
 }
 
-static int cmd_spread(int port, const char *ids_path, int nconns, int seconds) {
+/* One thread of `spread`: its share of the connections, on an epoll of its own. */
+struct spread_worker {
+  pthread_t thread;
+  int port, nconns, ep;
+  struct conn *conns;
+  char **ids;
+  long count;
+  int64_t end;
+  uint64_t rng;
+  long answered, non2xx, status_503;
+  int64_t *samples;
+  size_t n_samples, cap;
+};
+
+static void spread_send(struct spread_worker *w, struct conn *c) {
+  c->sent_at = now_ns();
+  send_spread_action(c, w->ids, w->count, &w->rng, w->port);
+}
+
+static void *spread_run(void *arg) {
+  struct spread_worker *w = arg;
+  for (int i = 0; i < w->nconns; i++) spread_send(w, &w->conns[i]);
+  struct epoll_event events[256];
+  int64_t t;
+  while ((t = now_ns()) < w->end) {
+    int n = wait_events(w->ep, events, 256, w->end - t);
+    for (int i = 0; i < n; i++) {
+      struct conn *c = events[i].data.ptr;
+      int status = poster_status(c);
+      if (!status) continue;
+      if (status < 300) {
+        w->answered++;
+        if (w->n_samples == w->cap) {
+          w->cap = w->cap ? w->cap * 2 : 1 << 16;
+          w->samples = realloc(w->samples, w->cap * sizeof *w->samples);
+        }
+        w->samples[w->n_samples++] = now_ns() - c->sent_at;
+      } else {
+        w->non2xx++;
+        w->status_503 += status == 503;
+      }
+      spread_send(w, c);
+    }
+  }
+  return NULL;
+}
+
+static int cmd_spread(int port, const char *ids_path, int nconns, int seconds, int nthreads) {
   long count;
   char **ids = read_ids(ids_path, &count);
   if (count == 0) { fprintf(stderr, "no ids in %s\n", ids_path); return 1; }
-  int ep = epoll_create1(0);
+  if (nthreads < 1) nthreads = 1;
+  if (nthreads > nconns) nthreads = nconns;
   struct conn *conns = calloc((size_t)nconns, sizeof *conns);
-  uint64_t rng = (uint64_t)now_ns() | 1;
-  for (int i = 0; i < nconns; i++) {
-    struct conn *c = &conns[i];
-    c->fd = connect_to(port, 0);
-    if (c->fd < 0) die("connect");
-    fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
-    c->kind = 1;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) die("epoll_ctl");
-  }
-  int64_t start = now_ns(), end = start + (int64_t)seconds * 1000000000LL, t;
-  for (int i = 0; i < nconns; i++) send_spread_action(&conns[i], ids, count, &rng, port);
-  long answered = 0;
-  struct epoll_event events[256];
-  while ((t = now_ns()) < end) {
-    int n = wait_events(ep, events, 256, end - t);
-    for (int i = 0; i < n; i++) {
-      struct conn *c = events[i].data.ptr;
-      if (!poster_read(c)) continue;
-      answered++;
-      send_spread_action(c, ids, count, &rng, port);
+  struct spread_worker *workers = calloc((size_t)nthreads, sizeof *workers);
+  for (int k = 0, first = 0; k < nthreads; k++) {
+    struct spread_worker *w = &workers[k];
+    w->port = port;
+    w->ids = ids;
+    w->count = count;
+    w->rng = ((uint64_t)now_ns() * 2654435761u + (uint64_t)k) | 1;
+    w->nconns = nconns / nthreads + (k < nconns % nthreads);
+    w->conns = conns + first;
+    first += w->nconns;
+    w->ep = epoll_create1(0);
+    for (int i = 0; i < w->nconns; i++) {
+      struct conn *c = &w->conns[i];
+      c->fd = connect_to(port, 0);
+      if (c->fd < 0) die("connect");
+      fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+      c->kind = 1;
+      struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+      if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) die("epoll_ctl");
     }
   }
+  int64_t start = now_ns();
+  for (int k = 0; k < nthreads; k++) {
+    workers[k].end = start + (int64_t)seconds * 1000000000LL;
+    if (pthread_create(&workers[k].thread, NULL, spread_run, &workers[k])) die("pthread_create");
+  }
+  long answered = 0, non2xx = 0, status_503 = 0;
+  for (int k = 0; k < nthreads; k++) {
+    pthread_join(workers[k].thread, NULL);
+    answered += workers[k].answered;
+    non2xx += workers[k].non2xx;
+    status_503 += workers[k].status_503;
+    for (size_t i = 0; i < workers[k].n_samples; i++) add_sample(workers[k].samples[i]);
+  }
   double elapsed = (now_ns() - start) / 1e9;
-  printf("result spread requests=%ld seconds=%.3f per_s=%.0f\n", answered, elapsed, answered / elapsed);
+  printf("result spread requests=%ld seconds=%.3f per_s=%.0f non2xx=%ld status_503=%ld\n", answered, elapsed,
+         answered / elapsed, non2xx, status_503);
+  report_latency("spread_latency", samples, n_samples);
   for (int i = 0; i < nconns; i++) close(conns[i].fd);
   return 0;
 }
@@ -928,7 +1001,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 6 && !strcmp(argv[1], "create")) return cmd_create(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]));
-  if (argc >= 6 && !strcmp(argv[1], "spread")) return cmd_spread(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]));
+  if (argc >= 6 && !strcmp(argv[1], "spread"))
+    return cmd_spread(atoi(argv[2]), argv[3], atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) : 1);
   if (argc >= 7 && !strcmp(argv[1], "latency"))
     return cmd_latency(atoi(argv[2]), argv[3], atol(argv[4]), atoi(argv[5]), atoi(argv[6]));
   if (argc >= 7 && !strcmp(argv[1], "fanout"))
