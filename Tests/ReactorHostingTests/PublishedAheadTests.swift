@@ -156,21 +156,26 @@ import Testing
         #expect(!batches.withLock { $0 }.joined().contains { if case .publishingAhead = $0 { true } else { false } })
     }
 
-    @Test func anAsyncHostLeavesItsSessionsUnmarkedWhenItShutsDown() async throws {
+    @Test(arguments: [false, true])
+    func anAsyncHostLeavesItsSessionsUnmarkedWhenItShutsDown(watched: Bool) async throws {
         let host = makeHost(store: store, durability: .async(flushInterval: .seconds(3600)))
         let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
+        if watched { try instance.timeline.attach(Reader()) }
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
         await settled(instance, receipt)
         host.shutdown()
         let stored = try #require(try store.load(id: instance.id))
         #expect(stored.version == 4)
         #expect(!stored.publishedAhead)
-        // The next process resumes where this one ended, with its history to replay.
+        // The next process resumes where this one ended, with the history a reader may resume
+        // from: every version while the session had one; else only the latest, which is all
+        // anybody can have seen of the commit (a resume from before it gets the latest state).
+        #expect(stored.history.map(\.version) == (watched ? [0, 1, 2, 3, 4] : [0, 4]))
         let next = makeHost(store: store, durability: .async(flushInterval: .seconds(3600)))
         defer { next.shutdown() }
         let activated = try #require(try next.instance(id: instance.id))
         #expect(activated.timeline.latest.version == 4)
-        #expect(activated.timeline.states(after: 1)?.map(\.version) == [2, 3, 4])
+        #expect(activated.timeline.states(after: 1)?.map(\.version) == (watched ? [2, 3, 4] : nil))
     }
 
     // MARK: - Resuming past what was shown
@@ -285,4 +290,10 @@ private final class CommitGate: Sendable {
         }
         state.withLock { $0.sizes.append(writes.count) }
     }
+}
+
+/// An event stream that reads nothing: what makes a session watched.
+private final class Reader: TimelineSubscriber {
+    func wake() {}
+    func enqueue(event: [UInt8]) {}
 }

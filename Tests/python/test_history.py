@@ -1,6 +1,8 @@
 """GET /reactors/{id}/history end to end: the kept versions with the action behind each, the
 recent actions, and what a restart on a durable store keeps of them (the versions and which
-action produced each; the actions themselves and the times live in memory)."""
+action produced each; the actions themselves and the times live in memory). The store keeps every
+version of a commit while the session has an event stream open; without one, only the commit's
+last (nobody can have been shown the others)."""
 
 import json
 import tempfile
@@ -53,8 +55,13 @@ def test_after_a_restart_the_versions_keep_their_action_and_new_actions_are_name
     store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
     first = start_server(store=store)
     counter = first.create("counter")["id"]
-    assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    stream = first.events(counter)
+    try:
+        assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    finally:
+        stream.close()
     before = history(first, counter)
+    assert [entry["version"] for entry in before["versions"]] == list(range(5))
     assert first.stop() == 0
 
     second = start_server(store=store)
@@ -68,3 +75,26 @@ def test_after_a_restart_the_versions_keep_their_action_and_new_actions_are_name
     after = history(second, counter, after=before["version"])
     assert [entry["seq"] for entry in after["versions"]] == [2, 2, 2, 2]
     assert [action["seq"] for action in after["actions"]] == [2]
+
+
+def test_after_a_restart_an_unwatched_session_keeps_the_last_version_of_each_commit(start_server):
+    store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
+    first = start_server("--counter-delay-ms", "0", store=store)
+    counter = first.create("counter")["id"]
+    assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    assert [entry["version"] for entry in history(first, counter)["versions"]] == list(range(5))
+    assert first.stop() == 0
+
+    second = start_server("--counter-delay-ms", "0", store=store)
+    restored = history(second, counter)["versions"]
+    # Without a delay the action's four states were published together, so committed together:
+    # the store kept the last of them, which is all anybody can have seen.
+    assert [entry["version"] for entry in restored] == [0, 4]
+    assert restored[-1]["state"]["value"] == 1 and restored[-1]["seq"] == 1
+    # A stream resuming from a version the store did not keep starts over from the latest state.
+    stream = second.events(counter, headers={"Last-Event-ID": "2"})
+    try:
+        first_state = stream.states_until(lambda state: True)[0]
+        assert int(first_state.id) == 4 and first_state.json()["value"] == 1
+    finally:
+        stream.close()

@@ -302,6 +302,17 @@ def test_connection_reconnecting_and_shutdown(start_server, page):
     page.screenshot("6-shutdown")
 
 
+def watch_and_increase(server, counter: str) -> None:
+    """Sends `increase` with an event stream open, so the store keeps each of the action's four
+    versions (an unwatched session's commit keeps only its last) for the pages to show after a
+    restart."""
+    stream = server.events(counter)
+    try:
+        assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    finally:
+        stream.close()
+
+
 def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page, tmp_path):
     """A backup restored in place of a lost store takes an instance back from version 8 to 4:
     the page, reconnecting after version 8, drops what it kept after 4 and follows the instance
@@ -310,7 +321,7 @@ def test_a_server_gone_back_to_an_earlier_version_is_followed(start_server, page
     from conftest import server_binary
     server = start_server("--counter-delay-ms", "0")
     counter = server.create()["id"]
-    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    watch_and_increase(server, counter)
     backup = tmp_path / "backup.sqlite"
     taken = subprocess.run([str(server_binary()), "backup", "--store", server.store, str(backup)],
                            capture_output=True, text=True, timeout=60)
@@ -345,7 +356,7 @@ def test_versions_a_crash_lost_leave_the_timeline_when_the_page_reconnects(start
     back past them (at version 65,541), and the page, reconnecting, drops them from its timeline."""
     server = start_server("--counter-delay-ms", "0")
     counter = server.create()["id"]
-    assert server.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    watch_and_increase(server, counter)
     assert server.stop() == 0
     shown_ahead = start_server("--counter-delay-ms", "0", "--durability", "async", "--flush-interval-ms", "60000",
                                "--port", str(server.port), store=server.store)

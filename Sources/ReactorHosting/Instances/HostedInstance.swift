@@ -208,17 +208,17 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in
                 // The observer hears the state it starts from first: that one is stored already.
                 guard version > startVersion else { return }
-                // Encoded once: the same bytes are stored and sent.
-                let json = JSONCoding.encodeState(state)
                 let now = context.wallClock()
                 let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver, publishedAt: now)
-                let write = SessionWrite.version(
-                    id: instanceID, version: version, state: json,
-                    startedThrough: runtime.startedThroughForObserver,
-                    producedBy: origin.producedBy, lastActivity: now)
-                committer.enqueue(write) { outcome in
+                // Encoded by the commit thread if its batch keeps it; then the same bytes are
+                // stored and sent.
+                let pending = PendingVersion(
+                    id: instanceID, version: version, startedThrough: runtime.startedThroughForObserver,
+                    producedBy: origin.producedBy, lastActivity: now,
+                    encode: { JSONCoding.encodeState(state) }, isWatched: { timeline.subscriberCount > 0 })
+                committer.enqueue(pending) { outcome in
                     // A failed or overtaken commit drops the instance; its state is never shown.
-                    if outcome == .committed { publisher.publish(state, version: version, json: json, origin: origin) }
+                    if outcome == .committed { publisher.publish(state, version: version, json: pending.json, origin: origin) }
                 }
             }
         } else {

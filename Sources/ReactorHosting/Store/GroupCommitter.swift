@@ -37,7 +37,7 @@ public enum Durability: Sendable, Equatable {
 /// should be refused; then writes are tried again, and service resumes once one commits.
 package final class GroupCommitter: Sendable {
     private struct Queue {
-        var writes: [SessionWrite] = []
+        var writes: [QueuedWrite] = []
         /// Each with the session its write is about (nil: it waits for the whole batch), so a
         /// write the store refused as stale is not reported committed.
         var completions: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
@@ -129,7 +129,13 @@ package final class GroupCommitter: Sendable {
     /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``, unless
     /// the write must wait: see ``queuedAheadLimit`` and ``enqueueHeld(_:)``).
     package func enqueue(_ write: SessionWrite, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
-        enqueue(write, awaitingCommit: isSync, completion: completion)
+        enqueue(.ready(write), awaitingCommit: isSync, completion: completion)
+    }
+
+    /// Queues a published state, encoded by the commit thread if its batch keeps it (see
+    /// ``PendingVersion``); `completion` as for ``enqueue(_:completion:)``.
+    package func enqueue(_ version: PendingVersion, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
+        enqueue(.version(version), awaitingCommit: isSync, completion: completion)
     }
 
     /// Queues `write` and returns the ticket a reply waits on before it acknowledges the write;
@@ -137,7 +143,7 @@ package final class GroupCommitter: Sendable {
     /// and not `inAnyDurability`).
     package func enqueueAcknowledged(_ write: SessionWrite, inAnyDurability: Bool = false) -> CommitTicket? {
         let ticket = CommitTicket()
-        let waits = enqueue(write, awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
+        let waits = enqueue(.ready(write), awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
         return waits ? ticket : nil
     }
 
@@ -146,7 +152,7 @@ package final class GroupCommitter: Sendable {
     /// it shows anything (see ``StoredSession/publishedAhead``). With ``Durability/async`` the
     /// commit thread is woken for it.
     package func enqueueHeld(_ write: SessionWrite) {
-        enqueue(write, awaitingCommit: true, completion: nil)
+        enqueue(.ready(write), awaitingCommit: true, completion: nil)
     }
 
     private var isSync: Bool {
@@ -162,7 +168,7 @@ package final class GroupCommitter: Sendable {
     /// at once.
     /// - Returns: whether the write waits for its commit.
     @discardableResult
-    private func enqueue(_ write: SessionWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) -> Bool {
+    private func enqueue(_ write: QueuedWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) -> Bool {
         let isSync = self.isSync
         var isFull = false
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
@@ -255,7 +261,7 @@ package final class GroupCommitter: Sendable {
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 _ = wake.wait(timeout: .now() + interval.timeInterval)
             }
-            let (writes, completions, afterCommit, stopping, batch) = queue.withLock { queue in
+            let (queued, completions, afterCommit, stopping, batch) = queue.withLock { queue in
                 let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch)
                 queue.writes = []
                 queue.completions = []
@@ -265,12 +271,14 @@ package final class GroupCommitter: Sendable {
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
-            if writes.isEmpty && completions.isEmpty && afterCommit.isEmpty {
+            if queued.isEmpty && completions.isEmpty && afterCommit.isEmpty {
                 if !isSync { settleHeld(through: batch, outcome: (true, [])) }
                 if stopping { break }
                 if case .sync = durability { wake.wait() }
                 continue
             }
+            // Encoded here, off the threads that apply actions; versions nobody reads coalesced.
+            let writes = QueuedWrite.writes(of: queued)
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
             for completion in completions { completion.body(Self.outcome(of: completion.id, in: outcome)) }
             if !isSync { settleHeld(through: batch, outcome: outcome) }

@@ -1,0 +1,112 @@
+import Locking
+
+/// A published state on its way to the session store, not yet encoded: the commit thread encodes
+/// the versions it keeps, off the threads that apply actions, and only those.
+///
+/// A batch keeps each session's last version. It keeps the versions before it while the session
+/// has readers (an open event stream), who may be shown any of them and resume from it, and the
+/// versions of actions not settled in the batch, which a restart counts to tell the recovery hook
+/// how far an interrupted action got (``PendingAction/producedVersions``). Any other version
+/// nobody was watching when it was committed is only ever seen as part of the latest, so the
+/// store keeps the latest alone (the history's bound drops old versions anyway). So a hot
+/// session's commit writes one state, not one per mutation.
+package final class PendingVersion: Sendable {
+    let id: String
+    let version: UInt64
+    let startedThrough: UInt64
+    let producedBy: UInt64
+    let lastActivity: Int64
+    private let encode: @Sendable () -> [UInt8]
+    private let isWatched: @Sendable () -> Bool
+    private let encoded = Locked<[UInt8]?>(nil)
+
+    /// A version of session `id` whose state `encode` encodes; `isWatched` tells whether the
+    /// session has readers now.
+    package init(
+        id: String, version: UInt64, startedThrough: UInt64, producedBy: UInt64, lastActivity: Int64,
+        encode: @escaping @Sendable () -> [UInt8], isWatched: @escaping @Sendable () -> Bool
+    ) {
+        self.id = id
+        self.version = version
+        self.startedThrough = startedThrough
+        self.producedBy = producedBy
+        self.lastActivity = lastActivity
+        self.encode = encode
+        self.isWatched = isWatched
+    }
+
+    /// The state's JSON once the commit thread encoded it (the same bytes are stored and sent);
+    /// nil for a version the store did not keep, or before its batch is taken.
+    package var json: [UInt8]? { encoded.withLock { $0 } }
+
+    /// The write that stores it, encoding the state (once).
+    func write() -> SessionWrite {
+        let json = encoded.withLock { $0 } ?? encode()
+        encoded.withLock { $0 = json }
+        return .version(
+            id: id, version: version, state: json, startedThrough: startedThrough, producedBy: producedBy,
+            lastActivity: lastActivity)
+    }
+
+    /// Whether the session had readers when asked.
+    var hasReaders: Bool { isWatched() }
+}
+
+/// A write waiting in the ``GroupCommitter``'s queue.
+enum QueuedWrite: Sendable {
+    /// Ready as it is.
+    case ready(SessionWrite)
+    /// A version, encoded when its batch is taken, if kept (see ``PendingVersion``).
+    case version(PendingVersion)
+
+    var instanceID: String {
+        switch self {
+        case .ready(let write): return write.instanceID
+        case .version(let pending): return pending.id
+        }
+    }
+
+    private struct ActionKey: Hashable {
+        let id: String
+        let seq: UInt64
+    }
+
+    /// The writes a batch of queued writes commits, in order: each session's versions before its
+    /// last in the batch left out when it has no readers and the action that produced them (if
+    /// any) settles in the batch; the rest encoded.
+    static func writes(of batch: [QueuedWrite]) -> [SessionWrite] {
+        var lastVersion: [String: Int] = [:]
+        var versionCount: [String: Int] = [:]
+        var settled: Set<ActionKey> = []
+        for (index, queued) in batch.enumerated() {
+            switch queued {
+            case .version(let pending):
+                lastVersion[pending.id] = index
+                versionCount[pending.id, default: 0] += 1
+            case .ready(.settle(let id, let seq)):
+                settled.insert(ActionKey(id: id, seq: seq))
+            case .ready:
+                break
+            }
+        }
+        // Asked once per session with several versions here, when the batch is taken.
+        var watched: [String: Bool] = [:]
+        for (id, count) in versionCount where count > 1 {
+            if case .version(let pending) = batch[lastVersion[id]!] { watched[id] = pending.hasReaders }
+        }
+        var writes: [SessionWrite] = []
+        writes.reserveCapacity(batch.count)
+        for (index, queued) in batch.enumerated() {
+            switch queued {
+            case .ready(let write):
+                writes.append(write)
+            case .version(let pending):
+                let isLast = lastVersion[pending.id] == index
+                let producerSettles = pending.producedBy == 0 || settled.contains(ActionKey(id: pending.id, seq: pending.producedBy))
+                guard isLast || watched[pending.id] == true || !producerSettles else { continue }
+                writes.append(pending.write())
+            }
+        }
+        return writes
+    }
+}
