@@ -13,6 +13,7 @@ from conftest import REPO_ROOT
 SPEC = REPO_ROOT / "openapi.yaml"
 SERVICE = REPO_ROOT / "Sources" / "ReactorHTTP" / "Routes" / "ReactorService.swift"
 PROBLEMS = REPO_ROOT / "Sources" / "ReactorHTTP" / "Problems" / "Problem.swift"
+INSPECTOR_ROUTES = REPO_ROOT / "Sources" / "ReactorHTTP" / "Inspector" / "InspectorRoutes.swift"
 
 
 def load_spec() -> dict:
@@ -52,6 +53,13 @@ def test_the_routes_that_need_credentials_say_so():
         assert operation["responses"]["401"] == {"$ref": "#/components/responses/Unauthenticated"}, (method, path)
         assert ("403" in operation["responses"]) == (access == "admin" or (method, path) == ("POST", "/reactors")), (method, path)
     assert "WWW-Authenticate" in spec["components"]["responses"]["Unauthenticated"]["headers"]
+
+
+def test_the_assets_are_the_ones_the_server_serves():
+    served = set(re.findall(r'^\s*"([\w.-]+)": asset\(', INSPECTOR_ROUTES.read_text(), re.MULTILINE))
+    assert served, "no assets found in InspectorRoutes.swift"
+    (name,) = load_spec()["paths"]["/assets/{name}"]["get"]["parameters"]
+    assert set(name["schema"]["enum"]) == served
 
 
 def test_every_problem_kind_is_named():
