@@ -250,7 +250,16 @@ def test_bad_last_event_id(server):
         assert_problem(reply, 400, "invalid-parameter")
     assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId=x"),
                    400, "invalid-parameter")
-    # lastEventId must be digits (openapi.yaml's pattern), empty included, even when the header wins.
+    # A version fits 64 bits, as openapi.yaml's bounds say: the largest one opens a stream.
+    assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId=18446744073709551616"),
+                   400, "invalid-parameter")
+    for headers, query in (({"Last-Event-ID": "18446744073709551615"}, ""), ({}, "?lastEventId=18446744073709551615")):
+        stream = server.events(instance["id"], headers=headers, query=query)
+        try:
+            assert stream.status == 200, (headers, query)
+        finally:
+            stream.close()
+    # lastEventId must be digits (an integer in openapi.yaml), empty included, even when the header wins.
     for query in ("", "+5", "%205"):
         assert_problem(server.request("GET", f"/reactors/{instance['id']}/events?lastEventId={query}"),
                        400, "invalid-parameter")

@@ -13,6 +13,7 @@ from conftest import REPO_ROOT
 SPEC = REPO_ROOT / "openapi.yaml"
 SERVICE = REPO_ROOT / "Sources" / "ReactorHTTP" / "Routes" / "ReactorService.swift"
 PROBLEMS = REPO_ROOT / "Sources" / "ReactorHTTP" / "Problems" / "Problem.swift"
+INSPECTOR_ROUTES = REPO_ROOT / "Sources" / "ReactorHTTP" / "Inspector" / "InspectorRoutes.swift"
 
 
 def load_spec() -> dict:
@@ -52,6 +53,13 @@ def test_the_routes_that_need_credentials_say_so():
         assert operation["responses"]["401"] == {"$ref": "#/components/responses/Unauthenticated"}, (method, path)
         assert ("403" in operation["responses"]) == (access == "admin" or (method, path) == ("POST", "/reactors")), (method, path)
     assert "WWW-Authenticate" in spec["components"]["responses"]["Unauthenticated"]["headers"]
+
+
+def test_the_assets_are_the_ones_the_server_serves():
+    served = set(re.findall(r'^\s*"([\w.-]+)": asset\(', INSPECTOR_ROUTES.read_text(), re.MULTILINE))
+    assert served, "no assets found in InspectorRoutes.swift"
+    (name,) = load_spec()["paths"]["/assets/{name}"]["get"]["parameters"]
+    assert set(name["schema"]["enum"]) == served
 
 
 def test_every_problem_kind_is_named():
@@ -138,3 +146,26 @@ def test_every_action_case_of_every_type_has_an_example_the_type_accepts(server)
         for case, value in by_type[type_name].items():
             reply = server.request("POST", f"/reactors/{instance['id']}/actions", json.dumps(value))
             assert reply.status == 202, (type_name, case, reply)
+
+
+def test_an_action_of_another_type_is_refused_as_the_document_says(server):
+    """`Action` is the union of the types' actions, and no case name belongs to two types (so a
+    body names the one type it is valid for); an instance answers an action of another type
+    `400` (`invalid-action`), as the actions operation says."""
+    spec = load_spec()
+    schemas = spec["components"]["schemas"]
+    assert schemas["Action"]["oneOf"] == [{"$ref": f"#/components/schemas/{name}"} for name in ACTION_SCHEMAS.values()]
+    cases = {type_name: action_cases(schemas[name]) for type_name, name in ACTION_SCHEMAS.items()}
+    for type_name, own in cases.items():
+        for other_type, other in cases.items():
+            assert other_type == type_name or not own & other, (type_name, other_type, own & other)
+    examples = (spec["paths"]["/reactors/{id}/actions"]["post"]["requestBody"]["content"]
+                ["application/json"]["examples"])
+    for type_name in ACTION_SCHEMAS:
+        instance = server.create(type_name)
+        for key, example in examples.items():
+            if key.partition("-")[0] == type_name:
+                continue
+            reply = server.request("POST", f"/reactors/{instance['id']}/actions", json.dumps(example["value"]))
+            assert reply.status == 400, (type_name, key, reply)
+            assert reply.json()["type"] == "urn:reactor-server:problem:invalid-action", (type_name, key, reply)
