@@ -66,12 +66,6 @@ public protocol Reactor: AnyObject, Sendable {
     /// Default: unchanged.
     func transform(state: Flow<State>) -> Flow<State>
 
-    /// Sends an action (see the extension's documentation). Do not implement it: the default
-    /// implementation is the runtime's. It is a requirement so that code generic over `Reactor`
-    /// calls a version specialised for the concrete reactor.
-    @discardableResult
-    func send(_ action: Action) -> ActionReceipt
-
     /// Called once after ``dispose()`` has cancelled the reactor's work (for example to leave a
     /// shared store). Default: nothing.
     func didDispose()
