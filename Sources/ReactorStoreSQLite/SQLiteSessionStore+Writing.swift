@@ -208,23 +208,29 @@ extension SQLiteSessionStore {
         return through
     }
 
-    /// Copies the session's unfolded journal rows into its history, each as the chunk it is, and
+    /// Copies the session's unfolded journal rows into its history as one chunk (their chunks
+    /// end to end: one row, written to a page or two, however many commits they came from), and
     /// drops the history's chunks older than it keeps. A deleted session's rows are left to the
-    /// range deletion.
+    /// range deletion. Folded again after a crash, rows the range deletion had not reached make a
+    /// chunk overlapping the first; a load drops the versions read twice.
     private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
         guard try contains(id: id, on: connection) else { return }
         let rows = journal.withLock { $0.rows[id] ?? [] }
         let read = try connection.statement("SELECT first_version, last_version, versions FROM journal WHERE row = ?")
+        var first: UInt64?
         var latest: UInt64 = 0
+        var versions: [UInt8] = []
         for row in rows {
             read.reset()
             read.bind(1, row)
             guard try read.next() else { continue }
-            let lastVersion = read.uint64(1)
-            try insertChunk(id: id, firstVersion: read.uint64(0), lastVersion: lastVersion, versions: read.blob(2), on: connection)
-            latest = max(latest, lastVersion)
+            if first == nil { first = read.uint64(0) }
+            latest = max(latest, read.uint64(1))
+            versions += read.blob(2)
         }
         read.reset()
+        guard let first else { return }
+        try insertChunk(id: id, firstVersion: first, lastVersion: latest, versions: versions, on: connection)
         guard latest >= UInt64(historyCapacity) else { return }
         let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
         trim.bind(1, id)

@@ -46,7 +46,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
     ///   - journalWindow: how many rows of new versions the journal keeps before it folds the
     ///     oldest into the sessions' history.
     /// - Throws: ``SessionStoreError`` naming the path and what is wrong with it.
-    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil, journalWindow: Int = 1024) throws(SessionStoreError) {
+    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil, journalWindow: Int = 8192) throws(SessionStoreError) {
         self.path = path
         self.historyCapacity = max(1, historyCapacity)
         self.journalWindow = max(1, journalWindow)

@@ -109,10 +109,10 @@ class Baseline:
         self.server = server
         # An existing session, with its history of states already full: the other client
         # (the probe) talks to it while the tests attack the server. Enough actions, too, for the
-        # store's journal to pass its window (1,024 rows, a row or two per action here) and be
+        # store's journal to pass its window (8,192 rows, a row or two per action here) and be
         # folded: from then on the store's page cache holds the pages it keeps working on.
         self.instance = instance = server.create("counter")["id"]
-        for _ in range(1200):
+        for _ in range(8400):
             server.request("POST", f"/reactors/{instance}/actions", '"increase"',
                            headers={"Content-Type": "application/json"})
         # Streams opened and closed from several threads at once, as the tests below do: the
