@@ -29,6 +29,9 @@ def test_a_single_nodes_sessions_move_to_a_cluster_and_their_clients_go_on(start
     store = fresh_store()
     single = start_server("--counter-delay-ms", "0", store=store)
     counter = single.create("counter")["id"]
+    # Watched, so the store keeps every version (an unwatched commit keeps only its last): the
+    # client below resumes from one two versions back.
+    watch = single.events(counter)
     for _ in range(3):
         assert single.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
     keyed = single.request("POST", f"/reactors/{counter}/actions", '"decrease"', headers={"Idempotency-Key": "k-1"})
@@ -36,6 +39,7 @@ def test_a_single_nodes_sessions_move_to_a_cluster_and_their_clients_go_on(start
     wait_until(lambda: state_of(single, counter)["state"] == {**settled_state(single, counter)["state"], "value": 2},
                10, "the keyed decrease applied")
     before = settled_state(single, counter)
+    watch.close()
     todo = single.create("todo")["id"]
     assert single.request("POST", f"/reactors/{todo}/actions?wait=true", '{"add":{"title":"move"}}').status == 200
     todo_before = state_of(single, todo)
