@@ -50,6 +50,10 @@ extension ReactorRuntime {
         @usableFromInline var isStalled = false
         @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
         @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        /// Callbacks waiting for an action to be applied (see `ReactorRuntime.whenProcessed`),
+        /// in ascending order of their sequence. Next to `settleCallbacks`: every action's
+        /// `markProcessed` reads both, from one cache line.
+        @usableFromInline var processedCallbacks: [(sequence: UInt64, body: @Sendable () -> Void)] = []
         @usableFromInline var current: StateUpdate<R.State>?
         @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
         @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
@@ -66,9 +70,6 @@ extension ReactorRuntime {
         @usableFromInline var stubActions: [R.Action] = []
         @usableFromInline var lastID: UInt64 = 0
         @usableFromInline var onStall: (@Sendable (Bool) -> Void)?
-        /// Callbacks waiting for an action to be applied (see `ReactorRuntime.whenProcessed`),
-        /// in ascending order of their sequence.
-        @usableFromInline var processedCallbacks: [(sequence: UInt64, body: @Sendable () -> Void)] = []
 
         @usableFromInline mutating func nextObserverID() -> UInt64 {
             lastID += 1
