@@ -29,8 +29,8 @@ ACTION_SCHEMAS = {"counter": "CounterAction", "todo": "TodoAction", "search": "S
 
 
 def action_cases(schema: dict) -> set[str]:
-    """The case names an action schema allows: a bare string's values, an object's one key (read
-    as test_openapi reads them)."""
+    """The case names an action schema allows: a bare string's values, an object's one key (also
+    what test_openapi checks the examples against)."""
     cases = set()
     for option in schema["oneOf"]:
         if option.get("type") == "string":

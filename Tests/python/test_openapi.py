@@ -9,6 +9,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.readers import read_from_filename
 
 from conftest import REPO_ROOT
+from schemathesis_hooks import ACTION_SCHEMAS, action_cases
 
 SPEC = REPO_ROOT / "openapi.yaml"
 SERVICE = REPO_ROOT / "Sources" / "ReactorHTTP" / "Routes" / "ReactorService.swift"
@@ -110,20 +111,6 @@ def test_live_bodies_and_event_data_match_their_schemas(server):
                 assert "error" in seen, "the todo examples name a task id that does not exist"
         finally:
             stream.close()
-
-
-ACTION_SCHEMAS = {"counter": "CounterAction", "todo": "TodoAction", "search": "SearchAction", "room": "RoomAction"}
-
-
-def action_cases(schema: dict) -> set[str]:
-    """The case names an action schema allows: a bare string's values, an object's one key."""
-    cases = set()
-    for option in schema["oneOf"]:
-        if option.get("type") == "string":
-            cases.update(option["enum"])
-        else:
-            cases.update(option["required"])
-    return cases
 
 
 def test_every_action_case_of_every_type_has_an_example_the_type_accepts(server):
