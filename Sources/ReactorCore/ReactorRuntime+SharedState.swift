@@ -114,11 +114,11 @@ extension ReactorRuntime {
             }
             if settleCallbacks.isEmpty { return due }
             if sequence - previous <= UInt64(settleCallbacks.count) {
-                for waiting in (previous + 1)...sequence where unsettled[waiting] == nil {
+                for waiting in (previous + 1)...sequence where isSettled(waiting) {
                     if let callbacks = settleCallbacks.removeValue(forKey: waiting) { due += callbacks }
                 }
             } else {
-                let settled = settleCallbacks.keys.filter { $0 > previous && $0 <= sequence && unsettled[$0] == nil }
+                let settled = settleCallbacks.keys.filter { $0 > previous && isSettled($0) }
                 for waiting in settled {
                     if let callbacks = settleCallbacks.removeValue(forKey: waiting) { due += callbacks }
                 }

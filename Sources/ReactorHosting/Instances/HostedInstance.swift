@@ -20,7 +20,8 @@ package final class InstanceContext: Sendable {
     /// How long a call into the reactor may run before the instance counts as stalled.
     let stallTimeout: Duration
     /// Actions taken and not yet applied past which an acknowledgement waits for its action to
-    /// be applied (see ``HostingConfiguration/actionBacklogLimit``).
+    /// be applied (see ``HostingConfiguration/actionBacklogLimit``); no limit without reactor
+    /// threads, where the sender applies its action itself.
     let actionBacklogLimit: UInt64
     /// Where instances are kept; `nil`: in memory only.
     let committer: GroupCommitter?
@@ -48,7 +49,7 @@ package final class InstanceContext: Sendable {
         self.logger = logger
         self.drainPool = drainPool
         self.stallTimeout = stallTimeout
-        self.actionBacklogLimit = actionBacklogLimit
+        self.actionBacklogLimit = drainPool == nil ? .max : actionBacklogLimit
         self.committer = committer
         self.stallChanged = stallChanged
         self.errorEvent = errorEvent
@@ -350,7 +351,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let acceptedAt = context.wallClock()
         let committer = context.committer
         let id = self.id
-        let backlogLimit = context.drainPool == nil ? UInt64.max : context.actionBacklogLimit
+        let backlogLimit = context.actionBacklogLimit
         let taken = reactor.sendUnlessStalled(action) { sequence, backlog in
             isBehind = backlog >= backlogLimit
             let remembered = key.map { RememberedKey(key: $0.0, seq: sequence, digest: $0.1) }

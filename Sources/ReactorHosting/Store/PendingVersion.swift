@@ -17,7 +17,8 @@ package final class PendingVersion: Sendable {
     let producedBy: UInt64
     let lastActivity: Int64
     private let encode: @Sendable () -> [UInt8]
-    private let isWatched: @Sendable () -> Bool
+    /// Whether the session has readers now.
+    let hasReaders: @Sendable () -> Bool
     private let encoded = Locked<[UInt8]?>(nil)
 
     /// A version of session `id` whose state `encode` encodes; `isWatched` tells whether the
@@ -32,7 +33,7 @@ package final class PendingVersion: Sendable {
         self.producedBy = producedBy
         self.lastActivity = lastActivity
         self.encode = encode
-        self.isWatched = isWatched
+        self.hasReaders = isWatched
     }
 
     /// The state's JSON once the commit thread encoded it (the same bytes are stored and sent);
@@ -41,15 +42,16 @@ package final class PendingVersion: Sendable {
 
     /// The write that stores it, encoding the state (once).
     func write() -> SessionWrite {
-        let json = encoded.withLock { $0 } ?? encode()
-        encoded.withLock { $0 = json }
+        let json = encoded.withLock { encoded in
+            if let encoded { return encoded }
+            let json = encode()
+            encoded = json
+            return json
+        }
         return .version(
             id: id, version: version, state: json, startedThrough: startedThrough, producedBy: producedBy,
             lastActivity: lastActivity)
     }
-
-    /// Whether the session had readers when asked.
-    var hasReaders: Bool { isWatched() }
 }
 
 /// A write waiting in the ``GroupCommitter``'s queue.
@@ -66,34 +68,21 @@ enum QueuedWrite: Sendable {
         }
     }
 
-    private struct ActionKey: Hashable {
-        let id: String
-        let seq: UInt64
-    }
-
     /// The writes a batch of queued writes commits, in order: each session's versions before its
     /// last in the batch left out when it has no readers and the action that produced them (if
     /// any) settles in the batch; the rest encoded.
     static func writes(of batch: [QueuedWrite]) -> [SessionWrite] {
         var lastVersion: [String: Int] = [:]
-        var versionCount: [String: Int] = [:]
-        var settled: Set<ActionKey> = []
+        var settled: Set<SessionBatch.ActionKey> = []
         for (index, queued) in batch.enumerated() {
             switch queued {
-            case .version(let pending):
-                lastVersion[pending.id] = index
-                versionCount[pending.id, default: 0] += 1
-            case .ready(.settle(let id, let seq)):
-                settled.insert(ActionKey(id: id, seq: seq))
-            case .ready:
-                break
+            case .version(let pending): lastVersion[pending.id] = index
+            case .ready(.settle(let id, let seq)): settled.insert(SessionBatch.ActionKey(id: id, seq: seq))
+            case .ready: break
             }
         }
-        // Asked once per session with several versions here, when the batch is taken.
+        // Asked once per session, when it has a version that could be left out.
         var watched: [String: Bool] = [:]
-        for (id, count) in versionCount where count > 1 {
-            if case .version(let pending) = batch[lastVersion[id]!] { watched[id] = pending.hasReaders }
-        }
         var writes: [SessionWrite] = []
         writes.reserveCapacity(batch.count)
         for (index, queued) in batch.enumerated() {
@@ -101,9 +90,14 @@ enum QueuedWrite: Sendable {
             case .ready(let write):
                 writes.append(write)
             case .version(let pending):
-                let isLast = lastVersion[pending.id] == index
-                let producerSettles = pending.producedBy == 0 || settled.contains(ActionKey(id: pending.id, seq: pending.producedBy))
-                guard isLast || watched[pending.id] == true || !producerSettles else { continue }
+                let mayLeaveOut =
+                    lastVersion[pending.id] != index
+                    && (pending.producedBy == 0 || settled.contains(SessionBatch.ActionKey(id: pending.id, seq: pending.producedBy)))
+                if mayLeaveOut {
+                    let hasReaders = watched[pending.id] ?? pending.hasReaders()
+                    watched[pending.id] = hasReaders
+                    if !hasReaders { continue }
+                }
                 writes.append(pending.write())
             }
         }

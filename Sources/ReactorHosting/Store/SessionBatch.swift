@@ -19,7 +19,8 @@ public struct SessionBatch {
         }
     }
 
-    private struct ActionKey: Hashable {
+    /// An action of a session: what a batch's accepts and settles are matched by.
+    struct ActionKey: Hashable {
         let id: String
         let seq: UInt64
     }
