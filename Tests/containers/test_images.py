@@ -9,11 +9,15 @@ import re
 import struct
 import subprocess
 import threading
+import zlib
 
 import pytest
 
 from conftest import (HARDENED, REACTOR_SERVER, REACTOR_SERVER_IMAGE, STARTER, STOP_TIMEOUT, Container,
                       first_state, podman, wait_until)
+
+#: docker/Dockerfile's debug-info target: the binary's debug information (Tests/containers/run).
+DEBUG_INFO = os.environ.get("REACTOR_SERVER_DEBUG_INFO")
 
 IMAGES = [pytest.param(REACTOR_SERVER, id="reactor-server"), pytest.param(STARTER, id="starter")]
 
@@ -207,6 +211,48 @@ def test_a_crash_prints_a_backtrace_with_the_binarys_function_names(containers):
     swift_functions = [name for name in function_symbols(binary) if name.startswith("$s")]
     assert len(swift_functions) > 10_000, len(swift_functions)
     assert any("ReactorHTTP" in name or "11ReactorHTTP" in name for name in swift_functions)
+
+
+def test_with_its_debug_information_mounted_a_crash_names_every_function(containers):
+    """The debug-info target's file (Tests/containers/run builds it), mounted read-only where the
+    backtracer looks for it: the frames of a crash are named after the functions they are in,
+    also those the image's binary keeps no symbol of, instead of the nearest global name."""
+    assert DEBUG_INFO and os.path.isfile(DEBUG_INFO), f"no debug information at {DEBUG_INFO!r}"
+    with open(DEBUG_INFO, "rb") as file:
+        debug = file.read()
+    binary = podman_bytes("run", "--rm", "--entrypoint", "cat", REACTOR_SERVER_IMAGE, "/usr/local/bin/reactor-server")
+    # The binary names that file and its checksum (.gnu_debuglink: the name, padding to 4 bytes,
+    # a CRC-32), so the backtracer takes only the debug information of the same build.
+    link = section(binary, ".gnu_debuglink")
+    name = link[:link.index(b"\0")].decode()
+    (checksum,) = struct.unpack_from("<I", link, len(link) - 4)
+    assert (name, checksum) == ("reactor-server.debug", zlib.crc32(debug)), (name, checksum)
+
+    server = containers.run(REACTOR_SERVER, options=(
+        "--volume", f"{DEBUG_INFO}:/usr/lib/debug/usr/local/bin/reactor-server.debug:ro"))
+    podman("kill", "--signal", "SEGV", server.name)
+    wait_until(lambda: "Backtrace took" in server.logs(), 60, "the crash's backtrace")
+    log = server.logs()
+    frames = re.findall(r"^\s*\d+ .*0x[0-9a-f]+ (.+) \+ (\d+) in reactor-server$", log, re.MULTILINE)
+    assert frames, log[-4000:]
+    # Each frame is near the start of a function, not megabytes past the last global symbol.
+    assert all(int(offset) < 65_536 for _, offset in frames), frames
+    # And at least one is named after a function the binary alone has no symbol for.
+    kept = set(function_symbols(binary))
+    assert any(name in set(function_symbols(debug)) - kept for name, _ in frames), frames
+
+
+def section(binary: bytes, wanted: str) -> bytes:
+    """The contents of an ELF file's section named `wanted`."""
+    (shoff,) = struct.unpack_from("<Q", binary, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", binary, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", binary, shoff + i * shentsize) for i in range(shnum)]
+    names_offset = sections[shstrndx][4]
+    for name, _, _, _, offset, size, _, _, _, _ in sections:
+        end = binary.index(b"\0", names_offset + name)
+        if binary[names_offset + name:end].decode() == wanted:
+            return binary[offset:offset + size]
+    raise AssertionError(f"no section {wanted}")
 
 
 def podman_bytes(*args: str) -> bytes:

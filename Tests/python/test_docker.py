@@ -118,7 +118,10 @@ def _store_path(store):
 def test_dockerfile_is_multi_stage_and_runs_unprivileged():
     parser = _parser()
     instructions = [entry["instruction"] for entry in parser.structure]
-    assert instructions.count("FROM") == 2
+    # build, debug-info (the debug information alone, built only when asked for) and runtime,
+    # the last, which is what a build without --target makes.
+    assert instructions.count("FROM") == 3
+    assert [stage[0]["value"] for stage in _stages(parser)][1] == "scratch AS debug-info"
     assert parser.baseimage == "debian:bookworm-slim"
     text = (DOCKER / "Dockerfile").read_text()
     assert "--static-swift-stdlib" in text
@@ -131,7 +134,7 @@ def test_dockerfile_is_multi_stage_and_runs_unprivileged():
 
 
 def test_dockerfile_installs_sqlite_in_each_stage():
-    build, runtime = _stages(_parser())
+    build, _, runtime = _stages(_parser())
     assert {"libsqlite3-dev", "libmicrohttpd-dev"} <= _apt_packages(build)
     runtime_packages = _apt_packages(runtime)
     assert {"libsqlite3-0", "libmicrohttpd12"} <= runtime_packages
@@ -450,7 +453,7 @@ def test_healthcheck_follows_a_port_set_by_the_flag(start_server, tmp_path):
 
 def test_image_ships_swift_backtracer_where_swift_backtrace_names_it():
     parser = _parser()
-    build, runtime = _stages(parser)
+    build, _, runtime = _stages(parser)
     settings = dict(item.split("=", 1) for item in parser.envs["SWIFT_BACKTRACE"].split(","))
     assert settings["enable"] == "yes"
     backtracer = PurePosixPath(settings["swift-backtrace"])
