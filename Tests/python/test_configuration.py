@@ -69,6 +69,7 @@ def test_version_names_the_version_and_the_commit():
     ("LOG_LEVEL", "loud"),
     ("STORE", "mongodb://x"),
     ("LOG_FORMAT", "xml"),
+    ("AUTH_QUERY_TOKEN", "maybe"),
 ])
 def test_a_bad_environment_value_is_refused_naming_it(name, value):
     result = run("--port", "0", env={"STORE": "memory", name: value})

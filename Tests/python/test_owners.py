@@ -101,11 +101,12 @@ def keys(tmp_path) -> Keys:
     return Keys(tmp_path)
 
 
-def start_jwt_server(start_server, keys: Keys, *args: str, store: str | None = None):
+def start_jwt_server(start_server, keys: Keys, *args: str, store: str | None = None,
+                     env: dict[str, str] | None = None):
     return start_server(
         "--auth", "jwt", "--jwks-file", str(keys.jwks_file), "--jwt-secret-file", str(keys.secret_file),
         "--jwt-audience", AUDIENCE, "--jwt-issuer", ISSUER, "--jwt-leeway-s", "5",
-        "--admin-subject", "root", "--admin-token-file", str(keys.admin_token_file), *args, store=store)
+        "--admin-subject", "root", "--admin-token-file", str(keys.admin_token_file), *args, store=store, env=env)
 
 
 def stored_sessions(server) -> list[tuple]:
@@ -302,6 +303,15 @@ def test_a_cookie_or_the_query_carry_the_token_and_the_query_is_never_logged(sta
     assert '"request"' in logs or "request" in logs  # requests were logged, at trace level
     for secret in [token, bad, token.split(".")[2], "access_token"]:
         assert secret not in logs
+
+
+@pytest.mark.parametrize("value,accepted", [("1", True), ("On", True), ("0", False), ("no", False)])
+def test_the_query_token_is_switched_on_by_its_environment_variable(start_server, keys, value, accepted):
+    server = start_jwt_server(start_server, keys, env={"AUTH_QUERY_TOKEN": value})
+    token = keys.token("alice")
+    instance = server.request("POST", "/reactors", {"type": "counter"}, headers=bearer(token)).json()["id"]
+    status = server.request("GET", f"/reactors/{instance}?access_token={token}").status
+    assert status == (200 if accepted else 401), status
 
 
 @pytest.mark.cluster

@@ -37,7 +37,9 @@ struct AuthenticationOptions: ParsableArguments {
     )
     var authCookie: String = ServiceEnvironment.string("AUTH_COOKIE", default: "")
 
+    // With its inversion, so that AUTH_QUERY_TOKEN=1 can make true the default.
     @Flag(
+        inversion: .prefixedNo,
         help:
             "Also take the token from ?access_token= (for clients that can set neither a header nor a cookie); a URL is kept in more places than a header, and this server never logs it (AUTH_QUERY_TOKEN)."
     )

@@ -27,13 +27,31 @@ public enum ServiceEnvironment {
     public static func value<Value: LosslessStringConvertible>(_ name: String, default fallback: Value) -> Value {
         guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
         guard let value = Value(text.trimmingCharacters(in: .whitespaces)) else {
-            let kind = Value.self == UInt16.self ? "a port number from 0 to 65535" : "a whole number"
-            problems.withLock {
-                $0[name] = "\(name)='\(text.prefix(64))' is not \(kind) (the environment variable of --\(flag(name)))"
-            }
+            refuse(name, text, kind: Value.self == UInt16.self ? "a port number from 0 to 65535" : "a whole number")
             return fallback
         }
         return value
+    }
+
+    /// The variable `name` read as a switch, or `fallback` when it is unset or empty: `1`, `true`,
+    /// `yes` and `on` are true, `0`, `false`, `no` and `off` false, in any case. Anything else is
+    /// reported by ``firstProblem``.
+    public static func value(_ name: String, default fallback: Bool) -> Bool {
+        guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
+        switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default:
+            refuse(name, text, kind: "a switch (1 or 0, true or false, yes or no, on or off)")
+            return fallback
+        }
+    }
+
+    /// Keeps the problem with variable `name`, whose `text` is not `kind`.
+    private static func refuse(_ name: String, _ text: String, kind: String) {
+        problems.withLock {
+            $0[name] = "\(name)='\(text.prefix(64))' is not \(kind) (the environment variable of --\(flag(name)))"
+        }
     }
 
     /// The first invalid environment value met so far, by name; `serve` refuses to start with it.
