@@ -140,6 +140,14 @@ def test_action_errors(server):
     detail = assert_problem(server.request("POST", f"/reactors/{todo['id']}/actions", {"add": {}}),
                             400, "invalid-action")["detail"]
     assert "title" in detail
+    # A number its field cannot hold is named as such, not as an unknown action.
+    for number in ["1.5", "1e20"]:
+        detail = assert_problem(server.request("POST", f"/reactors/{todo['id']}/actions",
+                                               '{"move":{"from":%s,"to":0}}' % number), 400, "invalid-action")["detail"]
+        assert detail.startswith("action 'move' holds a number its field cannot"), detail
+    detail = assert_problem(server.request("POST", f"/reactors/{todo['id']}/actions", {"fly": {"to": 1}}),
+                            400, "invalid-action")["detail"]
+    assert detail == "unknown action 'fly'", detail
     assert_problem(server.request("POST", "/reactors/AAAAAAAAAAAAAAAAAAAAAA/actions", '"increase"'),
                    404, "unknown-instance")
 

@@ -46,6 +46,15 @@ package enum ActionDecoding {
                 JSONText.appendString(caseName, to: &quoted)
                 if let action = try? JSONCoding.decoder.decode(type, from: Data(quoted)) { return action }
             }
+            // An unknown case is a type mismatch. A number its field cannot hold (1.5 or 1e20 for
+            // an Int) is reported as corrupt data at the top level, without the field's path, as
+            // "not valid JSON" though the body parsed; a payload's own init can refuse its data too.
+            if case .dataCorrupted(let context) = failure {
+                throw HostingError.invalidAction(
+                    context.debugDescription.contains("JSON")
+                        ? "action '\(caseName)' holds a number its field cannot: a fraction for a whole number, or one out of its range"
+                        : "action '\(caseName)': \(context.debugDescription)")
+            }
             throw HostingError.invalidAction("unknown action '\(caseName)'")
         }
         if json == nil {
