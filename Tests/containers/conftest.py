@@ -197,6 +197,14 @@ class Container:
         return reply.json()
 
 
+class Published(Container):
+    """A container that something else started (podman-compose), reached on the port it
+    publishes on 127.0.0.1."""
+
+    def __init__(self, name: str, port: int, image: Image = REACTOR_SERVER) -> None:  # noqa: super().__init__ starts a container
+        self.image, self.name, self.port = image, name, port
+
+
 class Containers:
     """Starts containers and makes named volumes; removes both when the test ends."""
 

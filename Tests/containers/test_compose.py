@@ -7,15 +7,7 @@ import subprocess
 
 import yaml
 
-from conftest import (REACTOR_SERVER, REACTOR_SERVER_IMAGE, REPO_ROOT, RUN, Container, free_port, podman,
-                      wait_until)
-
-
-class Published(Container):
-    """The compose service's container, reached on the port compose published."""
-
-    def __init__(self, name: str, port: int) -> None:  # noqa: super().__init__ starts a container
-        self.image, self.name, self.port = REACTOR_SERVER, name, port
+from conftest import REACTOR_SERVER_IMAGE, REPO_ROOT, RUN, Published, free_port, podman, wait_until
 
 
 def compose_file(tmp_path, port: int):
