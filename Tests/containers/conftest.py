@@ -81,6 +81,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def container_state(name: str) -> dict:
+    """`podman inspect`'s State of container `name`; empty when there is no such container."""
+    result = podman("inspect", "--type", "container", "--format", "{{json .State}}", name, check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else {}
+
+
 def unique(kind: str) -> str:
     return f"{RUN}-{kind}{next(_names)}"
 
@@ -130,8 +136,7 @@ class Container:
     # The container
 
     def state(self) -> dict:
-        result = podman("inspect", "--type", "container", "--format", "{{json .State}}", self.name, check=False)
-        return json.loads(result.stdout) if result.returncode == 0 else {}
+        return container_state(self.name)
 
     def running(self) -> bool:
         return bool(self.state().get("Running"))
@@ -139,14 +144,16 @@ class Container:
     def exit_code(self) -> int:
         return int(self.state()["ExitCode"])
 
-    def wait_serving(self, timeout: float = START_TIMEOUT) -> None:
-        def healthy() -> bool:
-            try:
-                return self.request("GET", "/healthz", timeout=2).status == 200
-            except OSError:
-                return False
+    def serves(self) -> bool:
+        """Whether /healthz answers 200 now."""
         try:
-            wait_until(healthy, timeout, f"{self.name} serving on port {self.port}", alive=self.running, interval=0.1)
+            return self.request("GET", "/healthz", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> None:
+        try:
+            wait_until(self.serves, timeout, f"{self.name} serving on port {self.port}", alive=self.running, interval=0.1)
         except Timeout as error:
             raise Timeout(f"{error}\n{self.logs()}") from None
 

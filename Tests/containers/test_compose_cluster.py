@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from conftest import (REACTOR_SERVER, REACTOR_SERVER_IMAGE, REPO_ROOT, RUN, START_TIMEOUT, STOP_TIMEOUT,
-                      EventStream, Published, first_state, free_port, podman, wait_until)
+                      EventStream, Published, container_state, first_state, free_port, podman, wait_until)
 
 PROJECT = f"{RUN}-cluster"
 NODES = ("node1", "node2", "node3")
@@ -116,24 +116,12 @@ class Project:
         podman("network", "rm", "--force", NETWORK, check=False)
 
 
-def state(name: str) -> dict:
-    result = podman("inspect", "--type", "container", "--format", "{{json .State}}", name, check=False)
-    return json.loads(result.stdout) if result.returncode == 0 else {}
-
-
 def healthy(name: str) -> bool:
     """Runs the container's health check (nothing schedules it here: no systemd) and reads the
     status it left."""
     if podman("healthcheck", "run", name, check=False, timeout=30).returncode != 0:
         return False
-    return state(name).get("Health", {}).get("Status") == "healthy"
-
-
-def serving(proxy: Published) -> bool:
-    try:
-        return proxy.request("GET", "/healthz", timeout=2).status == 200
-    except OSError:
-        return False
+    return container_state(name).get("Health", {}).get("Status") == "healthy"
 
 
 def fix_the_bridge_address() -> None:
@@ -152,7 +140,7 @@ def start(project: Project, proxy: Published) -> None:
     project("up", "-d", "nginx")
     for node in NODES:
         wait_until(lambda: healthy(container(node)), START_TIMEOUT, f"{node} healthy", interval=0.5)
-    wait_until(lambda: serving(proxy), START_TIMEOUT, f"{proxy.name} serving on port {proxy.port}", interval=0.2)
+    wait_until(proxy.serves, START_TIMEOUT, f"{proxy.name} serving on port {proxy.port}", interval=0.2)
 
 
 def psql(sql: str) -> str:
@@ -183,7 +171,7 @@ def test_the_cluster_serves_spreads_sessions_and_keeps_them_across_stopped_nodes
     streams: list[EventStream] = []
     try:
         start(project, proxy)
-        assert not state(container("haproxy")), "haproxy started without its profile"
+        assert not container_state(container("haproxy")), "haproxy started without its profile"
 
         # Sessions created and advanced through nginx, each then held by the node its id routes
         # to, until more than one node holds one.
@@ -215,7 +203,7 @@ def test_the_cluster_serves_spreads_sessions_and_keeps_them_across_stopped_nodes
             leaving = owner(watched)
             assert leaving in NODES and leaving not in stopped, (leaving, stopped)
             podman("stop", "--time", str(STOP_TIMEOUT), container(leaving), timeout=STOP_TIMEOUT + 30)
-            assert state(container(leaving))["ExitCode"] == 0, podman("logs", container(leaving)).stderr
+            assert container_state(container(leaving))["ExitCode"] == 0, podman("logs", container(leaving)).stderr
             stopped.append(leaving)
             end = stream.next(timeout=10)
             assert end is not None and (end.event, end.json()) == ("end", {"reason": "moved"}), end
@@ -248,7 +236,7 @@ def test_the_cluster_serves_spreads_sessions_and_keeps_them_across_stopped_nodes
         # The haproxy profile: HAProxy in front of the same nodes serves the same sessions.
         project("up", "-d", "haproxy")
         balancer = Published(container("haproxy"), haproxy_port)
-        wait_until(lambda: serving(balancer), START_TIMEOUT, f"haproxy serving on port {haproxy_port}", interval=0.2)
+        wait_until(balancer.serves, START_TIMEOUT, f"haproxy serving on port {haproxy_port}", interval=0.2)
         now = balancer.session(watched)
         assert (now["version"], now["state"]) == (latest[watched]["version"], latest[watched]["state"]), now
         acted = balancer.act(watched)

@@ -176,11 +176,17 @@ def test_backup_through_exec_while_serving_and_restore_through_the_stopped_conta
     assert server.session(instance_id)["state"]["value"] == REACTOR_SERVER.step
 
 
-def function_symbols(binary: bytes) -> list[str]:
-    """The names of the function symbols in an ELF file's symbol table (.symtab)."""
+def section_headers(binary: bytes) -> list[tuple]:
+    """The section headers of a 64-bit ELF file, as tuples of Elf64_Shdr's fields (name, type,
+    flags, address, offset, size, link, info, alignment, entry size)."""
     (shoff,) = struct.unpack_from("<Q", binary, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", binary, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", binary, shoff + i * shentsize) for i in range(shnum)]
+    return [struct.unpack_from("<IIQQQQIIQQ", binary, shoff + i * shentsize) for i in range(shnum)]
+
+
+def function_symbols(binary: bytes) -> list[str]:
+    """The names of the function symbols in an ELF file's symbol table (.symtab)."""
+    sections = section_headers(binary)
     names = []
     for _, kind, _, _, offset, size, link, _, _, entsize in sections:
         if kind != 2:  # SHT_SYMTAB
@@ -207,7 +213,7 @@ def test_a_crash_prints_a_backtrace_with_the_binarys_function_names(containers):
     assert any(frame.endswith(" in reactor-server") for frame in frames), frames
     # The names the backtracer gives a frame in reactor-server come from its symbol table: it
     # holds the Swift functions the modules export or share with each other.
-    binary = podman_bytes("run", "--rm", "--entrypoint", "cat", REACTOR_SERVER_IMAGE, "/usr/local/bin/reactor-server")
+    binary = reactor_server_binary()
     swift_functions = [name for name in function_symbols(binary) if name.startswith("$s")]
     assert len(swift_functions) > 10_000, len(swift_functions)
     assert any("ReactorHTTP" in name or "11ReactorHTTP" in name for name in swift_functions)
@@ -220,7 +226,7 @@ def test_with_its_debug_information_mounted_a_crash_names_every_function(contain
     assert DEBUG_INFO and os.path.isfile(DEBUG_INFO), f"no debug information at {DEBUG_INFO!r}"
     with open(DEBUG_INFO, "rb") as file:
         debug = file.read()
-    binary = podman_bytes("run", "--rm", "--entrypoint", "cat", REACTOR_SERVER_IMAGE, "/usr/local/bin/reactor-server")
+    binary = reactor_server_binary()
     # The binary names that file and its checksum (.gnu_debuglink: the name, padding to 4 bytes,
     # a CRC-32), so the backtracer takes only the debug information of the same build.
     link = section(binary, ".gnu_debuglink")
@@ -244,9 +250,8 @@ def test_with_its_debug_information_mounted_a_crash_names_every_function(contain
 
 def section(binary: bytes, wanted: str) -> bytes:
     """The contents of an ELF file's section named `wanted`."""
-    (shoff,) = struct.unpack_from("<Q", binary, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", binary, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", binary, shoff + i * shentsize) for i in range(shnum)]
+    sections = section_headers(binary)
+    (shstrndx,) = struct.unpack_from("<H", binary, 0x3E)
     names_offset = sections[shstrndx][4]
     for name, _, _, _, offset, size, _, _, _, _ in sections:
         end = binary.index(b"\0", names_offset + name)
@@ -255,5 +260,7 @@ def section(binary: bytes, wanted: str) -> bytes:
     raise AssertionError(f"no section {wanted}")
 
 
-def podman_bytes(*args: str) -> bytes:
-    return subprocess.run(["podman", *args], capture_output=True, check=True, timeout=120).stdout
+def reactor_server_binary() -> bytes:
+    """/usr/local/bin/reactor-server as the image holds it."""
+    return subprocess.run(["podman", "run", "--rm", "--entrypoint", "cat", REACTOR_SERVER_IMAGE, "/usr/local/bin/reactor-server"],
+                          capture_output=True, check=True, timeout=120).stdout
