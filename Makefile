@@ -15,8 +15,9 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev pkg-config curl
 TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-driver
 ## What `make container-test` needs besides: podman with runc (Tests/containers/containers.conf
 ## says why not crun), mmdebstrap to make base images from Debian when no registry can be
-## reached, and podman-compose for docker/compose.yaml.
-CONTAINER_APT_PACKAGES := podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns podman-compose
+## reached, podman-compose for the compose files, and iproute2's `ip` for the cluster test's
+## bridge address (Tests/containers/test_compose_cluster.py says why).
+CONTAINER_APT_PACKAGES := podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns podman-compose iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
