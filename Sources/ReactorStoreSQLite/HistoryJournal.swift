@@ -11,9 +11,11 @@
 struct HistoryJournal {
     /// The unfolded rows of each session, oldest first.
     private(set) var rows: [String: [Int64]] = [:]
-    /// Every unfolded row as `(row, session)`, oldest first, from `head`; entries of sessions
-    /// folded or deleted since are skipped when reached.
-    private var order: [(row: Int64, id: String)] = []
+    /// Each session's oldest unfolded row as `(row, session)`, oldest first, from `head`: one
+    /// entry each time a session gains rows after having none. Entries of sessions folded or
+    /// deleted since are skipped when reached, so finding the sessions due to be folded reads
+    /// only those, not every row of the window.
+    private var oldest: [(row: Int64, id: String)] = []
     private var head = 0
     /// The last row deleted from the table; rows after it are still there.
     private(set) var deletedThrough: Int64 = 0
@@ -24,8 +26,8 @@ struct HistoryJournal {
     /// The journal of a table whose rows are `rows` `(row, session)`, in order; all unfolded.
     init(rows existing: [(row: Int64, id: String)] = []) {
         for (row, id) in existing {
+            if rows[id] == nil { oldest.append((row, id)) }
             rows[id, default: []].append(row)
-            order.append((row, id))
         }
         lastRow = existing.last?.row ?? 0
         deletedThrough = (existing.first?.row).map { $0 - 1 } ?? 0
@@ -34,19 +36,20 @@ struct HistoryJournal {
     /// Numbers and records a new row of `id`.
     mutating func append(id: String) -> Int64 {
         lastRow += 1
+        if rows[id] == nil { oldest.append((lastRow, id)) }
         rows[id, default: []].append(lastRow)
-        order.append((lastRow, id))
         return lastRow
     }
 
     /// The sessions whose oldest unfolded row is at or before `row`, oldest first, each once.
-    func sessions(withRowsThrough row: Int64) -> [String] {
+    mutating func sessions(withRowsThrough row: Int64) -> [String] {
+        while head < oldest.count, rows[oldest[head].id]?.first != oldest[head].row { head += 1 }
+        compact()
         var ids: [String] = []
-        var seen: Set<String> = []
         var index = head
-        while index < order.count, order[index].row <= row {
-            let entry = order[index]
-            if rows[entry.id]?.first == entry.row, seen.insert(entry.id).inserted { ids.append(entry.id) }
+        while index < oldest.count, oldest[index].row <= row {
+            let entry = oldest[index]
+            if rows[entry.id]?.first == entry.row { ids.append(entry.id) }
             index += 1
         }
         return ids
@@ -58,12 +61,15 @@ struct HistoryJournal {
     }
 
     /// Records that the table's rows through `row` are deleted (every session with a row there
-    /// was folded first), and drops their entries.
+    /// was folded first).
     mutating func deleted(through row: Int64) {
         deletedThrough = max(deletedThrough, row)
-        while head < order.count, order[head].row <= row { head += 1 }
-        if head > 1024, head * 2 > order.count {
-            order.removeFirst(head)
+    }
+
+    /// Drops the entries before `head` once they are most of the list.
+    private mutating func compact() {
+        if head > 1024, head * 2 > oldest.count {
+            oldest.removeFirst(head)
             head = 0
         }
     }

@@ -3,9 +3,10 @@ import Testing
 
 @testable import ReactorHosting
 
-/// Which versions a batch keeps: a session's last always; the ones before it while the session
-/// has readers, or while the action that produced them has not settled (a restart counts them
-/// for the recovery hook); the rest are left out, and never encoded.
+/// Which writes a batch keeps: a session's last version always; the ones before it while the
+/// session has readers, or while the action that produced them has not settled (a restart counts
+/// them for the recovery hook); the rest are left out, and never encoded. An action accepted and
+/// settled in the batch is not written, unless it carries an idempotency key.
 @Suite struct PendingVersionTests {
     private let encoded = Locked<[UInt64]>([])
 
@@ -26,6 +27,19 @@ import Testing
         }
     }
 
+    /// The writes a batch commits when `queued` is queued in order, each session's with its own
+    /// ``QueuedSession``.
+    private func committed(_ queued: [QueuedWrite]) -> [SessionWrite] {
+        var sessions: [String: QueuedSession] = [:]
+        var batch = QueuedBatch(number: 1)
+        for write in queued {
+            let session = sessions[write.instanceID] ?? QueuedSession()
+            sessions[write.instanceID] = session
+            batch.append(write, of: session)
+        }
+        return batch.taken()
+    }
+
     @Test func anUnwatchedSessionKeepsTheLastVersionOfActionsSettledInTheBatch() {
         let batch: [QueuedWrite] = [
             .ready(.accept(id: "a", seq: 1, action: [], key: nil)),
@@ -33,10 +47,10 @@ import Testing
             version(4, of: "b", producedBy: 0), version(3, producedBy: 1),
             .ready(.settle(id: "a", seq: 1)),
         ]
-        let writes = QueuedWrite.writes(of: batch)
+        let writes = committed(batch)
         #expect(kept(writes) == ["b4", "a3"])
         #expect(encoded.withLock { $0 }.sorted() == [3, 4], "versions left out are never encoded")
-        #expect(writes.count == 4)
+        #expect(writes.count == 2, "an action accepted and settled in the batch is not written")
     }
 
     @Test func versionsOfAnActionNotSettledInTheBatchAreKept() {
@@ -46,7 +60,55 @@ import Testing
             version(1, producedBy: 1), version(2, producedBy: 2), version(3, producedBy: 2), version(4, producedBy: 2),
             .ready(.settle(id: "a", seq: 1)),
         ]
-        #expect(kept(QueuedWrite.writes(of: batch)) == ["a2", "a3", "a4"])
+        #expect(kept(committed(batch)) == ["a2", "a3", "a4"])
+    }
+
+    @Test func versionsOfAnActionAreLeftOutOnceItSettlesLaterInTheBatch() {
+        let batch: [QueuedWrite] = [
+            .ready(.accept(id: "a", seq: 1, action: [], key: nil)),
+            version(1, producedBy: 1), version(2, producedBy: 1), version(3, producedBy: 1),
+            .ready(.settle(id: "a", seq: 1)),
+            .ready(.accept(id: "a", seq: 2, action: [], key: nil)),
+            version(4, producedBy: 2), version(5, producedBy: 2),
+        ]
+        let writes = committed(batch)
+        #expect(kept(writes) == ["a4", "a5"], "action 1's last version is left out once a later one follows")
+        #expect(writes.count == 3, "action 2's record is kept: it has not settled")
+        guard case .accept(_, let seq, _, _) = writes.first else {
+            Issue.record("expected action 2's record first, got \(writes)")
+            return
+        }
+        #expect(seq == 2)
+    }
+
+    @Test func anActionSentWithAnIdempotencyKeyKeepsItsRecordForTheStore() {
+        let key = RememberedKey(key: "k", seq: 1, digest: 7)
+        let batch: [QueuedWrite] = [
+            .ready(.accept(id: "a", seq: 1, action: [], key: key)), version(1, producedBy: 1),
+            .ready(.settle(id: "a", seq: 1)),
+        ]
+        #expect(committed(batch).count == 3, "the store keeps the key past the settle")
+    }
+
+    @Test func writesQueuedWithoutTheirSessionAreAllKept() {
+        var batch = QueuedBatch(number: 1)
+        batch.append(.ready(.accept(id: "a", seq: 1, action: [], key: nil)), of: nil)
+        batch.append(version(1, producedBy: 1), of: nil)
+        batch.append(version(2, producedBy: 1), of: nil)
+        batch.append(.ready(.settle(id: "a", seq: 1)), of: nil)
+        #expect(batch.taken().count == 4)
+    }
+
+    @Test func aSessionForgetsWhatItKnewOfAnEarlierBatch() {
+        let session = QueuedSession()
+        var first = QueuedBatch(number: 1)
+        first.append(.ready(.accept(id: "a", seq: 1, action: [], key: nil)), of: session)
+        first.append(version(1, producedBy: 1), of: session)
+        var second = QueuedBatch(number: 2)
+        second.append(version(2, producedBy: 1), of: session)
+        second.append(.ready(.settle(id: "a", seq: 1)), of: session)
+        #expect(first.taken().count == 2)
+        #expect(second.taken().count == 2, "the settle of an action accepted in an earlier batch is written")
     }
 
     @Test func aWatchedSessionKeepsEveryVersion() {
@@ -54,7 +116,18 @@ import Testing
             version(1, producedBy: 1, watched: true), version(2, producedBy: 1, watched: true),
             .ready(.settle(id: "a", seq: 1)),
         ]
-        #expect(kept(QueuedWrite.writes(of: batch)) == ["a1", "a2"])
+        #expect(kept(committed(batch)) == ["a1", "a2"])
+    }
+
+    @Test func writesOfDroppedSessionsAreLeftOut() {
+        let session = QueuedSession()
+        var batch = QueuedBatch(number: 1)
+        batch.append(.ready(.accept(id: "a", seq: 1, action: [], key: nil)), of: session)
+        batch.append(version(1, of: "b", producedBy: 0), of: nil)
+        batch.leaveOut(["a"])
+        batch.append(.ready(.settle(id: "a", seq: 1)), of: session)
+        #expect(kept(batch.taken()) == ["b1"])
+        #expect(batch.taken().count == 1)
     }
 
     @Test func aKeptVersionIsEncodedOnceAndItsBytesAreWhatIsSent() throws {
@@ -65,7 +138,9 @@ import Testing
                 return Array("{}".utf8)
             }, isWatched: { false })
         #expect(pending.json == nil)
-        _ = QueuedWrite.writes(of: [.version(pending)])
+        var batch = QueuedBatch(number: 1)
+        batch.append(.version(pending), of: QueuedSession())
+        _ = batch.taken()
         #expect(pending.json == Array("{}".utf8))
         _ = pending.write()
         #expect(encoded.withLock { $0 } == [7])

@@ -321,10 +321,12 @@ import Testing
         // Applied on the sending thread (no reactor threads), the action produces its first
         // states before `send` returns: its record must still be queued ahead of them, or a
         // failed commit of the record could leave its effect stored though the action was refused.
+        // The action then waits out its delay, so its record is committed (an action settled in
+        // the batch of its record is not written).
         let committed = Locked<[SessionWrite]>([])
         let recording = HookedStore(store, beforeCommit: { writes in committed.withLock { $0 += writes } })
         var registry = ReactorRegistry()
-        registry.register("counter") { CounterReactor(delay: .zero) }
+        registry.register("counter") { CounterReactor(delay: .seconds(3_600)) }
         var configuration = HostingConfiguration()
         configuration.store = recording
         configuration.reactorThreads = 0
@@ -334,7 +336,8 @@ import Testing
         defer { host.shutdown() }
         let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
-        _ = try await settledState(host, instance.id, after: [receipt.sequence])
+        let committer = try #require(host.committer)
+        await withCheckedContinuation { queued in committer.afterQueuedWrites { queued.resume() } }
         let writes = committed.withLock { $0 }
         let accepted = try #require(
             writes.firstIndex {

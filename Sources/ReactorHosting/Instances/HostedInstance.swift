@@ -124,6 +124,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package let typeName: String
     package let traces: ActionTraces?
     package let owner: String?
+    /// What it has in the batch the store's committer is queuing (nil without a store).
+    private let queuedWrites: QueuedSession?
 
     /// A new instance, or one brought back from `restored` (its stored session), whose
     /// unstarted actions are sent again and whose interrupted ones go to the recovery hook.
@@ -137,6 +139,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())
+        let queuedWrites = context.committer == nil ? nil : QueuedSession()
+        self.queuedWrites = queuedWrites
         if let tracer = context.tracer {
             let traces = ActionTraces(tracer: tracer, typeName: typeName)
             reactor.runtime.setProbe(traces)
@@ -217,7 +221,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                     id: instanceID, version: version, startedThrough: runtime.startedThroughForObserver,
                     producedBy: origin.producedBy, lastActivity: now,
                     encode: { JSONCoding.encodeState(state) }, isWatched: { timeline.subscriberCount > 0 })
-                committer.enqueue(pending) { outcome in
+                committer.enqueue(pending, of: queuedWrites) { outcome in
                     // A failed or overtaken commit drops the instance; its state is never shown.
                     if outcome == .committed { publisher.publish(state, version: version, json: pending.json, origin: origin) }
                 }
@@ -262,7 +266,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                     "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it"
             )
             timeline.retain(event: context.errorEvent(failure))
-            context.committer?.enqueue(.settle(id: id, seq: seq))
+            context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
         }
         for (seq, reason) in restored.undecodable {
             context.logger.error(
@@ -274,7 +278,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                     "action \(seq) was accepted by an earlier build and no longer decodes as this type's Action (\(reason)); it was not applied"
             )
             timeline.retain(event: context.errorEvent(failure))
-            context.committer?.enqueue(.settle(id: id, seq: seq))
+            context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
         }
         if !restored.interrupted.isEmpty {
             reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted), reactor: reactor)
@@ -287,8 +291,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 metadata: ["instance": "\(label)", "action": "\(seq)", "now": "\(receipt.sequence)"])
             if receipt.sequence != seq {
                 let key = keys.load()?.renumber(seq, to: receipt.sequence)
-                context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key))
-                context.committer?.enqueue(.settle(id: id, seq: seq))
+                context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key), of: queuedWrites)
+                context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
             }
             settleWhenDone(receipt)
         }
@@ -352,10 +356,12 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let committer = context.committer
         let id = self.id
         let backlogLimit = context.actionBacklogLimit
+        let queuedWrites = self.queuedWrites
         let taken = reactor.sendUnlessStalled(action) { sequence, backlog in
             isBehind = backlog >= backlogLimit
             let remembered = key.map { RememberedKey(key: $0.0, seq: sequence, digest: $0.1) }
-            ticket = committer?.enqueueAcknowledged(.accept(id: id, seq: sequence, action: actionJSON, key: remembered))
+            ticket = committer?.enqueueAcknowledged(
+                .accept(id: id, seq: sequence, action: actionJSON, key: remembered), of: queuedWrites)
             if let traces, let trace {
                 traces.accepted(trace, sequence: sequence)
                 if let ticket { traces.committing(trace, sequence: sequence, ticket: ticket) }
@@ -390,11 +396,12 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         guard let committer = context.committer else { return }
         let id = self.id
         let reactor = self.reactor
+        let queuedWrites = self.queuedWrites
         reactor.whenSettled(receipt) {
             // Disposing cuts the action off rather than settling it: its record stays, and the
             // next activation hands it to the recovery hook.
             guard !reactor.isDisposed else { return }
-            committer.enqueue(.settle(id: id, seq: receipt.sequence))
+            committer.enqueue(.settle(id: id, seq: receipt.sequence), of: queuedWrites)
         }
     }
 

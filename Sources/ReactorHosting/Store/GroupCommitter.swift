@@ -37,7 +37,7 @@ public enum Durability: Sendable, Equatable {
 /// should be refused; then writes are tried again, and service resumes once one commits.
 package final class GroupCommitter: Sendable {
     private struct Queue {
-        var writes: [QueuedWrite] = []
+        var writes = QueuedBatch(number: 1)
         /// Each with the session its write is about (nil: it waits for the whole batch), so a
         /// write the store refused as stale is not reported committed.
         var completions: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
@@ -51,7 +51,7 @@ package final class GroupCommitter: Sendable {
         /// writes are refused meanwhile (see `drop`).
         var fenced: Set<String> = []
         /// The number of the batch being queued; the one before it may be committing.
-        var queuedBatch: UInt64 = 1
+        var queuedBatch: UInt64 { writes.number }
         /// With ``Durability/async``: each session with a write that waits for its commit (see
         /// ``enqueueHeld(_:)``), and the batch of its last such write. Its writes queued until
         /// that batch is committed wait for that commit (not their own), so that what an instance
@@ -128,22 +128,30 @@ package final class GroupCommitter: Sendable {
     /// Queues `write`; `completion` hears whether it was committed, once it was
     /// (``Durability/sync``), or ``CommitOutcome/committed`` at once (``Durability/async``, unless
     /// the write must wait: see ``queuedAheadLimit`` and ``enqueueHeld(_:)``).
-    package func enqueue(_ write: SessionWrite, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
-        enqueue(.ready(write), awaitingCommit: isSync, completion: completion)
+    /// `session`, given by the session's hosted instance, lets the batch leave out what a later
+    /// write of the session makes needless (see ``QueuedBatch``).
+    package func enqueue(
+        _ write: SessionWrite, of session: QueuedSession? = nil, completion: (@Sendable (CommitOutcome) -> Void)? = nil
+    ) {
+        enqueue(.ready(write), of: session, awaitingCommit: isSync, completion: completion)
     }
 
     /// Queues a published state, encoded by the commit thread if its batch keeps it (see
     /// ``PendingVersion``); `completion` as for ``enqueue(_:completion:)``.
-    package func enqueue(_ version: PendingVersion, completion: (@Sendable (CommitOutcome) -> Void)? = nil) {
-        enqueue(.version(version), awaitingCommit: isSync, completion: completion)
+    package func enqueue(
+        _ version: PendingVersion, of session: QueuedSession? = nil, completion: (@Sendable (CommitOutcome) -> Void)? = nil
+    ) {
+        enqueue(.version(version), of: session, awaitingCommit: isSync, completion: completion)
     }
 
     /// Queues `write` and returns the ticket a reply waits on before it acknowledges the write;
     /// nil when it may be acknowledged at once (``Durability/async``, unless the write must wait,
     /// and not `inAnyDurability`).
-    package func enqueueAcknowledged(_ write: SessionWrite, inAnyDurability: Bool = false) -> CommitTicket? {
+    package func enqueueAcknowledged(_ write: SessionWrite, of session: QueuedSession? = nil, inAnyDurability: Bool = false)
+        -> CommitTicket?
+    {
         let ticket = CommitTicket()
-        let waits = enqueue(.ready(write), awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
+        let waits = enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
         return waits ? ticket : nil
     }
 
@@ -152,7 +160,7 @@ package final class GroupCommitter: Sendable {
     /// it shows anything (see ``StoredSession/publishedAhead``). With ``Durability/async`` the
     /// commit thread is woken for it.
     package func enqueueHeld(_ write: SessionWrite) {
-        enqueue(.ready(write), awaitingCommit: true, completion: nil)
+        enqueue(.ready(write), of: nil, awaitingCommit: true, completion: nil)
     }
 
     private var isSync: Bool {
@@ -168,13 +176,15 @@ package final class GroupCommitter: Sendable {
     /// at once.
     /// - Returns: whether the write waits for its commit.
     @discardableResult
-    private func enqueue(_ write: QueuedWrite, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?) -> Bool {
+    private func enqueue(
+        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?
+    ) -> Bool {
         let isSync = self.isSync
         var isFull = false
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
             if queue.fenced.contains(id) { return (true, false, true) }
-            queue.writes.append(write)
+            queue.writes.append(write, of: session)
             if isSync {
                 guard awaitingCommit else { return (false, false, false) }
                 if let completion { queue.completions.append((id, completion)) }
@@ -263,11 +273,10 @@ package final class GroupCommitter: Sendable {
             }
             let (queued, completions, afterCommit, stopping, batch) = queue.withLock { queue in
                 let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch)
-                queue.writes = []
+                queue.writes = QueuedBatch(number: queue.queuedBatch + 1)
                 queue.completions = []
                 queue.afterCommit = []
                 queue.commitSoon = false
-                queue.queuedBatch += 1
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
@@ -277,8 +286,8 @@ package final class GroupCommitter: Sendable {
                 if case .sync = durability { wake.wait() }
                 continue
             }
-            // Encoded here, off the threads that apply actions; versions nobody reads coalesced.
-            let writes = QueuedWrite.writes(of: queued)
+            // Encoded here, off the threads that apply actions.
+            let writes = queued.taken()
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
             for completion in completions { completion.body(Self.outcome(of: completion.id, in: outcome)) }
             if !isSync { settleHeld(through: batch, outcome: outcome) }
@@ -353,7 +362,7 @@ package final class GroupCommitter: Sendable {
     private func drop(_ ids: Set<String>, outcome: CommitOutcome, by dropping: @Sendable (Set<String>) -> Void) {
         let purged = queue.withLock { queue -> [@Sendable (CommitOutcome) -> Void] in
             queue.fenced.formUnion(ids)
-            queue.writes.removeAll { ids.contains($0.instanceID) }
+            queue.writes.leaveOut(ids)
             var purged: [@Sendable (CommitOutcome) -> Void] = []
             queue.completions.removeAll { completion in
                 guard let id = completion.id, ids.contains(id) else { return false }

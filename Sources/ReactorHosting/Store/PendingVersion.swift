@@ -3,7 +3,8 @@ import Locking
 /// A published state on its way to the session store, not yet encoded: the commit thread encodes
 /// the versions it keeps, off the threads that apply actions, and only those.
 ///
-/// A batch keeps each session's last version. It keeps the versions before it while the session
+/// A batch keeps each session's last version (``QueuedBatch`` leaves the others out as they are
+/// queued). It keeps the versions before it while the session
 /// has readers (an open event stream), who may be shown any of them and resume from it, and the
 /// versions of actions not settled in the batch, which a restart counts to tell the recovery hook
 /// how far an interrupted action got (``PendingAction/producedVersions``). Any other version
@@ -66,41 +67,5 @@ enum QueuedWrite: Sendable {
         case .ready(let write): return write.instanceID
         case .version(let pending): return pending.id
         }
-    }
-
-    /// The writes a batch of queued writes commits, in order: each session's versions before its
-    /// last in the batch left out when it has no readers and the action that produced them (if
-    /// any) settles in the batch; the rest encoded.
-    static func writes(of batch: [QueuedWrite]) -> [SessionWrite] {
-        var lastVersion: [String: Int] = [:]
-        var settled: Set<SessionBatch.ActionKey> = []
-        for (index, queued) in batch.enumerated() {
-            switch queued {
-            case .version(let pending): lastVersion[pending.id] = index
-            case .ready(.settle(let id, let seq)): settled.insert(SessionBatch.ActionKey(id: id, seq: seq))
-            case .ready: break
-            }
-        }
-        // Asked once per session, when it has a version that could be left out.
-        var watched: [String: Bool] = [:]
-        var writes: [SessionWrite] = []
-        writes.reserveCapacity(batch.count)
-        for (index, queued) in batch.enumerated() {
-            switch queued {
-            case .ready(let write):
-                writes.append(write)
-            case .version(let pending):
-                let mayLeaveOut =
-                    lastVersion[pending.id] != index
-                    && (pending.producedBy == 0 || settled.contains(SessionBatch.ActionKey(id: pending.id, seq: pending.producedBy)))
-                if mayLeaveOut {
-                    let hasReaders = watched[pending.id] ?? pending.hasReaders()
-                    watched[pending.id] = hasReaders
-                    if !hasReaders { continue }
-                }
-                writes.append(pending.write())
-            }
-        }
-        return writes
     }
 }
