@@ -11,13 +11,7 @@ import Testing
     private let encoded = Locked<[UInt64]>([])
 
     private func version(_ version: UInt64, of id: String = "a", producedBy: UInt64, watched: Bool = false) -> QueuedWrite {
-        .version(
-            PendingVersion(
-                id: id, version: version, startedThrough: producedBy, producedBy: producedBy, lastActivity: 1,
-                encode: { [encoded] in
-                    encoded.withLock { $0.append(version) }
-                    return Array("{\"v\":\(version)}".utf8)
-                }, isWatched: { watched }))
+        .version(TestVersion(id: id, version: version, producedBy: producedBy, watched: watched, encoded: encoded))
     }
 
     private func kept(_ writes: [SessionWrite]) -> [String] {
@@ -130,19 +124,55 @@ import Testing
         #expect(batch.taken().count == 1)
     }
 
-    @Test func aKeptVersionIsEncodedOnceAndItsBytesAreWhatIsSent() throws {
-        let pending = PendingVersion(
-            id: "a", version: 7, startedThrough: 1, producedBy: 1, lastActivity: 1,
-            encode: { [encoded] in
-                encoded.withLock { $0.append(7) }
-                return Array("{}".utf8)
-            }, isWatched: { false })
+    @Test func aKeptVersionIsEncodedOnceAndItsBytesAreWhatIsShown() throws {
+        let (timeline, publisher) = StateTimeline.make(initial: 0, historyCapacity: 8, subscriberLimit: 8)
+        let pending = PublishedVersion(
+            id: "a", state: 7, origin: VersionOrigin(version: 1, producedBy: 1, publishedAt: nil), startedThrough: 1,
+            lastActivity: 1, publisher: publisher)
         #expect(pending.json == nil)
+        #expect(!pending.hasReaders)
         var batch = QueuedBatch(number: 1)
         batch.append(.version(pending), of: QueuedSession())
-        _ = batch.taken()
-        #expect(pending.json == Array("{}".utf8))
-        _ = pending.write()
-        #expect(encoded.withLock { $0 } == [7])
+        let taken = batch.taken()
+        guard case .version(_, 1, let stored, 1, 1, 1) = taken.first else {
+            Issue.record("expected version 1 stored, got \(taken)")
+            return
+        }
+        #expect(stored == Array("7".utf8))
+        #expect(pending.json == stored)
+        pending.committed(.failed)
+        #expect(timeline.latest.version == 0, "a version whose commit failed is never shown")
+        pending.committed(.committed)
+        #expect(timeline.latest.version == 1)
     }
+}
+
+/// A queued version that records when it is encoded.
+private final class TestVersion: PendingVersion {
+    let id: String
+    let version: UInt64
+    let startedThrough: UInt64
+    let producedBy: UInt64
+    let lastActivity: Int64 = 1
+    let hasReaders: Bool
+    private let encoded: Locked<[UInt64]>
+    var json: [UInt8]? { nil }
+
+    init(id: String, version: UInt64, producedBy: UInt64, watched: Bool, encoded: Locked<[UInt64]>) {
+        self.id = id
+        self.version = version
+        self.startedThrough = producedBy
+        self.producedBy = producedBy
+        self.hasReaders = watched
+        self.encoded = encoded
+    }
+
+    func write() -> SessionWrite {
+        encoded.withLock { $0.append(version) }
+        return .version(
+            id: id, version: version, state: Array("{\"v\":\(version)}".utf8), startedThrough: startedThrough,
+            producedBy: producedBy, lastActivity: lastActivity)
+    }
+
+    func committed(_ outcome: CommitOutcome) {}
 }

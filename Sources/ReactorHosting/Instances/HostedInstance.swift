@@ -217,14 +217,11 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver, publishedAt: now)
                 // Encoded by the commit thread if its batch keeps it; then the same bytes are
                 // stored and sent.
-                let pending = PendingVersion(
-                    id: instanceID, version: version, startedThrough: runtime.startedThroughForObserver,
-                    producedBy: origin.producedBy, lastActivity: now,
-                    encode: { JSONCoding.encodeState(state) }, isWatched: { timeline.subscriberCount > 0 })
-                committer.enqueue(pending, of: queuedWrites) { outcome in
-                    // A failed or overtaken commit drops the instance; its state is never shown.
-                    if outcome == .committed { publisher.publish(state, version: version, json: pending.json, origin: origin) }
-                }
+                committer.enqueue(
+                    PublishedVersion(
+                        id: instanceID, state: state, origin: origin, startedThrough: runtime.startedThroughForObserver,
+                        lastActivity: now, publisher: publisher),
+                    of: queuedWrites)
             }
         } else {
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in

@@ -40,7 +40,7 @@ package final class GroupCommitter: Sendable {
         var writes = QueuedBatch(number: 1)
         /// Each with the session its write is about (nil: it waits for the whole batch), so a
         /// write the store refused as stale is not reported committed.
-        var completions: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
+        var completions: [(id: String?, body: CommitCompletion)] = []
         /// Run after the next commit in either durability (see `afterCommit`).
         var afterCommit: [@Sendable () -> Void] = []
         var isSleeping = false
@@ -59,7 +59,7 @@ package final class GroupCommitter: Sendable {
         var held: [String: UInt64] = [:]
         /// With ``Durability/async``: completions of writes queued after the batch being
         /// committed (`queuedBatch - 1`), which hold them; run once it is.
-        var afterCommitting: [(id: String?, body: @Sendable (CommitOutcome) -> Void)] = []
+        var afterCommitting: [(id: String?, body: CommitCompletion)] = []
         /// With ``Durability/async``: the thread was woken to commit before its flush interval
         /// ends (for writes that wait), and has not yet taken the queue.
         var commitSoon = false
@@ -133,15 +133,14 @@ package final class GroupCommitter: Sendable {
     package func enqueue(
         _ write: SessionWrite, of session: QueuedSession? = nil, completion: (@Sendable (CommitOutcome) -> Void)? = nil
     ) {
-        enqueue(.ready(write), of: session, awaitingCommit: isSync, completion: completion)
+        enqueue(.ready(write), of: session, awaitingCommit: isSync, completion: completion.map(CommitCompletion.body))
     }
 
     /// Queues a published state, encoded by the commit thread if its batch keeps it (see
-    /// ``PendingVersion``); `completion` as for ``enqueue(_:completion:)``.
-    package func enqueue(
-        _ version: PendingVersion, of session: QueuedSession? = nil, completion: (@Sendable (CommitOutcome) -> Void)? = nil
-    ) {
-        enqueue(.version(version), of: session, awaitingCommit: isSync, completion: completion)
+    /// ``PendingVersion``); the version hears of its commit (``PendingVersion/committed(_:)``) as a
+    /// completion does in ``enqueue(_:of:completion:)``.
+    package func enqueue(_ version: any PendingVersion, of session: QueuedSession? = nil) {
+        enqueue(.version(version), of: session, awaitingCommit: isSync, completion: .version(version))
     }
 
     /// Queues `write` and returns the ticket a reply waits on before it acknowledges the write;
@@ -151,7 +150,7 @@ package final class GroupCommitter: Sendable {
         -> CommitTicket?
     {
         let ticket = CommitTicket()
-        let waits = enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability) { ticket.complete($0) }
+        let waits = enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability, completion: .ticket(ticket))
         return waits ? ticket : nil
     }
 
@@ -177,7 +176,7 @@ package final class GroupCommitter: Sendable {
     /// - Returns: whether the write waits for its commit.
     @discardableResult
     private func enqueue(
-        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: (@Sendable (CommitOutcome) -> Void)?
+        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: CommitCompletion?
     ) -> Bool {
         let isSync = self.isSync
         var isFull = false
@@ -191,7 +190,7 @@ package final class GroupCommitter: Sendable {
                 return (true, wakeIfSleeping(&queue), false)
             }
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
-            let body = completion ?? { _ in }
+            let body = completion ?? .body { _ in }
             isFull = queue.writes.count > Self.queuedAheadLimit
             if awaitingCommit || isFull {
                 queue.held[id] = queue.queuedBatch
@@ -225,7 +224,7 @@ package final class GroupCommitter: Sendable {
         let (now, signal) = queue.withLock { queue -> (Bool, Bool) in
             // Async: at once, unless writes wait, whose states are shown once committed.
             if !isSync && queue.held.isEmpty { return (true, false) }
-            queue.completions.append((nil, { _ in body() }))
+            queue.completions.append((nil, .body { _ in body() }))
             return (false, isSync ? wakeIfSleeping(&queue) : commitSoon(&queue))
         }
         if signal { wake.signal() }
@@ -307,7 +306,7 @@ package final class GroupCommitter: Sendable {
     /// those sessions still join the held ones, so none is shown before them.
     private func settleHeld(through batch: UInt64, outcome: (committed: Bool, refused: Set<String>)) {
         while true {
-            let held = queue.withLock { queue -> [(id: String?, body: @Sendable (CommitOutcome) -> Void)] in
+            let held = queue.withLock { queue -> [(id: String?, body: CommitCompletion)] in
                 let held = queue.afterCommitting
                 queue.afterCommitting = []
                 if held.isEmpty, !queue.held.isEmpty { queue.held = queue.held.filter { $0.value > batch } }
@@ -360,10 +359,10 @@ package final class GroupCommitter: Sendable {
     /// was in it) are taken out of the queue and fail, and their writes are refused until they
     /// have left memory. Otherwise a refused action's effect could still reach the store.
     private func drop(_ ids: Set<String>, outcome: CommitOutcome, by dropping: @Sendable (Set<String>) -> Void) {
-        let purged = queue.withLock { queue -> [@Sendable (CommitOutcome) -> Void] in
+        let purged = queue.withLock { queue -> [CommitCompletion] in
             queue.fenced.formUnion(ids)
             queue.writes.leaveOut(ids)
-            var purged: [@Sendable (CommitOutcome) -> Void] = []
+            var purged: [CommitCompletion] = []
             queue.completions.removeAll { completion in
                 guard let id = completion.id, ids.contains(id) else { return false }
                 purged.append(completion.body)
@@ -387,6 +386,22 @@ extension Duration {
     /// The duration in seconds, as Dispatch and SQL intervals take it.
     package var timeInterval: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// What runs once a queued write's commit is known: a closure, a version (published once
+/// committed), or a ticket a reply waits on (neither of which needs a closure of its own).
+enum CommitCompletion: Sendable {
+    case body(@Sendable (CommitOutcome) -> Void)
+    case version(any PendingVersion)
+    case ticket(CommitTicket)
+
+    func callAsFunction(_ outcome: CommitOutcome) {
+        switch self {
+        case .body(let body): body(outcome)
+        case .version(let version): version.committed(outcome)
+        case .ticket(let ticket): ticket.complete(outcome)
+        }
     }
 }
 

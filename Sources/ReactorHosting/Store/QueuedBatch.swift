@@ -72,7 +72,7 @@ struct QueuedBatch {
     /// Leaves out the version at `index` unless the session has readers (asked once a batch).
     private mutating func leaveOut(_ index: Int, of session: QueuedSession) {
         guard case .version(let pending) = writes[index] else { return }
-        let isWatched = session.isWatched ?? pending.hasReaders()
+        let isWatched = session.isWatched ?? pending.hasReaders
         session.isWatched = isWatched
         if !isWatched { writes[index] = nil }
     }
