@@ -11,6 +11,10 @@
 struct HistoryJournal {
     /// The unfolded rows of each session, oldest first.
     private(set) var rows: [String: [Int64]] = [:]
+    /// The newest version in each session's unfolded rows, and its last activity: newer than its
+    /// `sessions` row, which is written when its rows are folded (0 for rows a build before
+    /// that wrote, whose `sessions` row is as new).
+    private(set) var newest: [String: (version: UInt64, lastActivity: Int64)] = [:]
     /// Each session's oldest unfolded row as `(row, session)`, oldest first, from `head`: one
     /// entry each time a session gains rows after having none. Entries of sessions folded or
     /// deleted since are skipped when reached, so finding the sessions due to be folded reads
@@ -24,21 +28,30 @@ struct HistoryJournal {
     private(set) var lastRow: Int64 = 0
 
     /// The journal of a table whose rows are `rows` `(row, session)`, in order; all unfolded.
-    init(rows existing: [(row: Int64, id: String)] = []) {
-        for (row, id) in existing {
+    init(rows existing: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = []) {
+        for (row, id, version, lastActivity) in existing {
             if rows[id] == nil { oldest.append((row, id)) }
             rows[id, default: []].append(row)
+            newest[id] = (version, lastActivity)
         }
         lastRow = existing.last?.row ?? 0
         deletedThrough = (existing.first?.row).map { $0 - 1 } ?? 0
     }
 
-    /// Numbers and records a new row of `id`.
-    mutating func append(id: String) -> Int64 {
+    /// Numbers and records a new row of `id`, whose newest version is `version`, published at
+    /// `lastActivity`.
+    mutating func append(id: String, version: UInt64, lastActivity: Int64) -> Int64 {
         lastRow += 1
         if rows[id] == nil { oldest.append((lastRow, id)) }
         rows[id, default: []].append(lastRow)
+        newest[id] = (version, max(lastActivity, newest[id]?.lastActivity ?? 0))
         return lastRow
+    }
+
+    /// Whether `id` has unfolded rows published at `cutoff` or later: activity its `sessions`
+    /// row does not show yet.
+    func isActive(_ id: String, since cutoff: Int64) -> Bool {
+        (newest[id]?.lastActivity ?? .min) >= cutoff
     }
 
     /// The sessions whose oldest unfolded row is at or before `row`, oldest first, each once.
@@ -58,6 +71,7 @@ struct HistoryJournal {
     /// Forgets the unfolded rows of `id` (folded into the history table, or the session deleted).
     mutating func forget(_ id: String) {
         rows[id] = nil
+        newest[id] = nil
     }
 
     /// Records that the table's rows through `row` are deleted (every session with a row there

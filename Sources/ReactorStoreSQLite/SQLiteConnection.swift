@@ -134,9 +134,14 @@ struct Statement {
         return String(cString: bytes)
     }
 
+    /// Whether `column` is NULL.
+    func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_NULL
+    }
+
     /// The blob in `column`, nil when it is NULL.
     func optionalBlob(_ column: Int32) -> [UInt8]? {
-        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : blob(column)
+        isNull(column) ? nil : blob(column)
     }
 
     func blob(_ column: Int32) -> [UInt8] {

@@ -88,10 +88,16 @@ public enum SQLiteRestore {
             let shownThrough =
                 try SQLiteSchema.hasColumn("shown_through", of: "sessions", on: replaced)
                 ? "shown_through" : "0"
+            // A session's unfolded journal rows may hold versions newer than its row.
+            let journaled =
+                try SQLiteSchema.hasTable("journal", on: replaced)
+                ? "SELECT id, max(last_version) AS version FROM journal GROUP BY id" : "SELECT NULL AS id, 0 AS version"
             let sessions = try replaced.statement(
                 """
-                SELECT id, max(version + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
-                FROM sessions
+                SELECT s.id,
+                       max(max(s.version, coalesce(j.version, 0))
+                           + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
+                FROM sessions s LEFT JOIN (\(journaled)) j ON j.id = s.id
                 """)
             defer { sessions.reset() }
             while try sessions.next() { shown.append((sessions.text(0), sessions.uint64(1))) }

@@ -3,8 +3,10 @@ import ReactorHosting
 /// The tables of a SQLite session store: made when missing, given the columns later builds added
 /// (GRDB keeps the same in a `DatabaseMigrator`), and checked before a file is used as a store.
 enum SQLiteSchema {
-    /// The schema this code writes; a store with a higher one is refused.
-    static let version = 2
+    /// The schema this code writes; a store with a higher one is refused. 3: a session's row may
+    /// be older than its journal rows, which carry its newest version until they are folded (a
+    /// build of schema 2 would read such a row as the session, so it refuses the store).
+    static let version = 3
     /// What the `meta` table says a session store is, so another application's database is refused.
     static let application = "reactor-server sessions"
 
@@ -34,7 +36,8 @@ enum SQLiteSchema {
                 PRIMARY KEY(id, key)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS journal(
                 row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
-                last_version INTEGER NOT NULL, versions BLOB NOT NULL);
+                last_version INTEGER NOT NULL, versions BLOB NOT NULL, started_through INTEGER,
+                last_activity INTEGER);
             UPDATE meta SET value = '\(version)' WHERE key = 'schema';
             """)
         do throws(SessionStoreError) {
@@ -47,7 +50,8 @@ enum SQLiteSchema {
     }
 
     /// Adds the sessions' `published_ahead`, `shown_through`, `creation` and `subject` columns to a
-    /// store made before they existed, and the index of sessions by subject (their owner). The schema number
+    /// store made before they existed, the index of sessions by subject (their owner), and the
+    /// journal's `started_through` and `last_activity`. For the sessions' columns the schema number
     /// stays: a build without them reads and writes such a store as before and never sets them,
     /// and their defaults are what its sessions need (see ``StoredSession/publishedAhead``,
     /// ``StoredSession/shownThrough``, ``StoredSession/creation`` and ``StoredSession/owner``:
@@ -62,9 +66,23 @@ enum SQLiteSchema {
         if try !hasColumn("subject", of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN subject TEXT")
         }
+        // Null in rows an earlier build wrote, whose `sessions` row is as new as they are.
+        if try hasTable("journal", on: connection) {
+            for column in ["started_through", "last_activity"] where try !hasColumn(column, of: "journal", on: connection) {
+                try connection.execute("ALTER TABLE journal ADD COLUMN \(column) INTEGER")
+            }
+        }
         // Sessions nobody in particular created are most of a store without authentication:
         // left out of the index, which then costs them nothing.
         try connection.execute("CREATE INDEX IF NOT EXISTS sessions_by_subject ON sessions(subject) WHERE subject IS NOT NULL")
+    }
+
+    /// Whether the database open on `connection` has `table`.
+    static func hasTable(_ table: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Bool {
+        let statement = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?")
+        defer { statement.reset() }
+        statement.bind(1, table)
+        return try statement.next() && statement.int64(0) == 1
     }
 
     /// Whether `table` has `column` in the database open on `connection`.

@@ -54,7 +54,10 @@ extension SQLiteSessionStore {
             }
             // Newest first, until they hold as many versions as the history keeps: a busy session
             // can have a whole window of rows there.
-            let journaled = try connection.statement("SELECT versions FROM journal WHERE row = ? AND id = ?")
+            // The newest journal row also carries the session as it stands when it is newer than
+            // its row, which is brought up to date only when the rows are folded.
+            let journaled = try connection.statement(
+                "SELECT versions, started_through, last_activity FROM journal WHERE row = ? AND id = ?")
             var newest: [[SessionBatch.Version]] = []
             var journaledVersions = 0
             for row in journalRows.reversed() where journaledVersions < historyCapacity {
@@ -62,9 +65,15 @@ extension SQLiteSessionStore {
                 journaled.bind(1, row)
                 journaled.bind(2, id)
                 guard try journaled.next() else { continue }
-                guard let chunk = HistoryChunk(decoding: journaled.blob(0)) else {
+                guard let chunk = HistoryChunk(decoding: journaled.blob(0)), let last = chunk.entries.last else {
                     journaled.reset()
                     throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
+                }
+                if newest.isEmpty, !journaled.isNull(1), last.version > stored.version {
+                    stored.version = last.version
+                    stored.state = last.state
+                    stored.startedThrough = journaled.uint64(1)
+                    stored.lastActivity = max(stored.lastActivity, journaled.int64(2))
                 }
                 newest.append(chunk.entries)
                 journaledVersions += chunk.entries.count

@@ -39,10 +39,12 @@ extension SQLiteSessionStore {
     /// The journal's rows as the table holds them, all unfolded (those of sessions folded before
     /// a crash are folded again, to the same keys).
     static func readJournal(_ connection: SQLiteConnection) throws(SessionStoreError) -> HistoryJournal {
-        let statement = try connection.statement("SELECT row, id FROM journal ORDER BY row")
+        let statement = try connection.statement("SELECT row, id, last_version, coalesce(last_activity, 0) FROM journal ORDER BY row")
         defer { statement.reset() }
-        var rows: [(row: Int64, id: String)] = []
-        while try statement.next() { rows.append((statement.int64(0), statement.text(1))) }
+        var rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = []
+        while try statement.next() {
+            rows.append((statement.int64(0), statement.text(1), statement.uint64(2), statement.int64(3)))
+        }
         return HistoryJournal(rows: rows)
     }
 
@@ -98,36 +100,35 @@ extension SQLiteSessionStore {
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 try statement.run()
-            case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
-                // Written once, at the session's last version in the batch.
+            case .version(let id, let version, _, let startedThrough, _, let lastActivity):
+                // Written once, at the session's last version in the batch: one journal row, which
+                // carries the session's newest version until it is folded (its `sessions` row is
+                // then brought up to it), so a commit appends a page or two instead of rewriting
+                // a page of the sessions table for each session it touched.
                 guard let entries = batch.versions(of: id, endingAt: version) else { continue }
-                let session = try connection.statement(
-                    """
-                    UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
-                    WHERE id = ?5 AND version < ?6
-                    """)
-                session.bind(1, version)
-                session.bind(2, blob: state)
-                session.bind(3, startedThrough)
-                session.bind(4, lastActivity)
-                session.bind(5, id)
-                session.bind(6, entries[0].version)
-                try session.run()
-                if session.changes == 0 {
-                    if try sessionExists(id) { stale.insert(id) }
+                if exists[id] == false { continue }
+                guard let stored = try storedVersion(of: id, on: connection) else {
+                    exists[id] = false
+                    continue
+                }
+                if stored >= entries[0].version {
+                    stale.insert(id)
                     continue
                 }
                 exists[id] = true
-                let row = journal.withLock { $0.append(id: id) }
+                let row = journal.withLock { $0.append(id: id, version: version, lastActivity: lastActivity) }
                 let append = try connection.statement(
                     """
-                    INSERT INTO journal(row, id, first_version, last_version, versions) VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO journal(row, id, first_version, last_version, versions, started_through, last_activity)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """)
                 append.bind(1, row)
                 append.bind(2, id)
                 append.bind(3, entries[0].version)
                 append.bind(4, version)
                 append.bind(5, blob: HistoryChunk(entries: entries).encoded())
+                append.bind(6, startedThrough)
+                append.bind(7, lastActivity)
                 try append.run()
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
@@ -150,6 +151,16 @@ extension SQLiteSessionStore {
             }
         }
         return stale
+    }
+
+    /// The session's newest stored version: its unfolded journal rows', else its row's; nil when
+    /// there is no such session.
+    private func storedVersion(of id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> UInt64? {
+        if let journaled = journal.withLock({ $0.newest[id]?.version }) { return journaled }
+        let statement = try connection.statement("SELECT version FROM sessions WHERE id = ?")
+        defer { statement.reset() }
+        statement.bind(1, id)
+        return try statement.next() ? statement.uint64(0) : nil
     }
 
     private func insertChunk(id: String, _ chunk: HistoryChunk, on connection: SQLiteConnection) throws(SessionStoreError) {
@@ -209,28 +220,54 @@ extension SQLiteSessionStore {
     }
 
     /// Copies the session's unfolded journal rows into its history as one chunk (their chunks
-    /// end to end: one row, written to a page or two, however many commits they came from), and
-    /// drops the history's chunks older than it keeps. A deleted session's rows are left to the
+    /// end to end: one row, written to a page or two, however many commits they came from),
+    /// brings its `sessions` row up to the newest of them, and drops the history's chunks older
+    /// than it keeps. A deleted session's rows are left to the
     /// range deletion. Folded again after a crash, rows the range deletion had not reached make a
     /// chunk overlapping the first; a load drops the versions read twice.
     private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
         guard try contains(id: id, on: connection) else { return }
         let rows = journal.withLock { $0.rows[id] ?? [] }
-        let read = try connection.statement("SELECT first_version, last_version, versions FROM journal WHERE row = ?")
+        let read = try connection.statement(
+            "SELECT first_version, last_version, versions, started_through, last_activity FROM journal WHERE row = ?")
         var first: UInt64?
         var latest: UInt64 = 0
         var versions: [UInt8] = []
+        /// The newest row's chunk and what it carries for the `sessions` row (nil: a row an
+        /// earlier build wrote, whose `sessions` row is as new).
+        var newest: (chunk: [UInt8], startedThrough: UInt64, lastActivity: Int64)?
         for row in rows {
             read.reset()
             read.bind(1, row)
             guard try read.next() else { continue }
             if first == nil { first = read.uint64(0) }
-            latest = max(latest, read.uint64(1))
-            versions += read.blob(2)
+            let last = read.uint64(1)
+            let chunk = read.blob(2)
+            if last >= latest {
+                newest = read.isNull(3) ? nil : (chunk, read.uint64(3), read.int64(4))
+            }
+            latest = max(latest, last)
+            versions += chunk
         }
         read.reset()
         guard let first else { return }
         try insertChunk(id: id, firstVersion: first, lastVersion: latest, versions: versions, on: connection)
+        if let newest {
+            guard let state = HistoryChunk(decoding: newest.chunk)?.entries.last?.state else {
+                throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
+            }
+            let session = try connection.statement(
+                """
+                UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
+                WHERE id = ?5 AND version < ?1
+                """)
+            session.bind(1, latest)
+            session.bind(2, blob: state)
+            session.bind(3, newest.startedThrough)
+            session.bind(4, newest.lastActivity)
+            session.bind(5, id)
+            try session.run()
+        }
         guard latest >= UInt64(historyCapacity) else { return }
         let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
         trim.bind(1, id)
@@ -275,9 +312,11 @@ extension SQLiteSessionStore {
             let idle = try connection.statement("SELECT id FROM sessions WHERE last_activity < ?")
             idle.bind(1, cutoff)
             var ids: [String] = []
+            let journal = self.journal.withLock { $0 }
             while try idle.next() {
                 let id = idle.text(0)
-                if !excluding.contains(id) { ids.append(id) }
+                // Its row's activity may lag its unfolded journal rows'.
+                if !excluding.contains(id) && !journal.isActive(id, since: cutoff) { ids.append(id) }
             }
             return ids
         }
@@ -294,7 +333,7 @@ extension SQLiteSessionStore {
                     stillIdle.bind(2, cutoff)
                     let idle = try stillIdle.next()
                     stillIdle.reset()
-                    if idle {
+                    if idle, !journal.withLock({ $0.isActive(id, since: cutoff) }) {
                         try delete(id: id, on: connection)
                         deleted.append(id)
                     }

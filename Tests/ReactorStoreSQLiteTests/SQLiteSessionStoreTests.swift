@@ -144,6 +144,71 @@ import Testing
         #expect(try store.load(id: "a")?.history.map(\.version) == [5])
     }
 
+    /// The version the `sessions` table itself holds for `id`, read from the file.
+    private func rowVersion(of id: String) throws -> UInt64? {
+        let connection = try SQLiteConnection(path: path(), create: false)
+        let statement = try connection.statement("SELECT version FROM sessions WHERE id = ?")
+        defer { statement.reset() }
+        statement.bind(1, id)
+        return try statement.next() ? statement.uint64(0) : nil
+    }
+
+    @Test func aCommitAppendsToTheJournalAndASessionsRowCatchesUpWhenItsRowsAreFolded() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 3)
+        _ = try store.commit([
+            .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+            .create(id: "b", type: "t", state: bytes("0"), lastActivity: 0),
+        ])
+        try versions(1...2, of: ["a"], on: store)
+        #expect(try rowVersion(of: "a") == 0, "a commit writes the journal, not the session's row")
+        let loaded = try #require(try store.load(id: "a"))
+        #expect(loaded.version == 2)
+        #expect(loaded.state == bytes("a2"))
+        #expect(loaded.startedThrough == 2)
+        #expect(loaded.lastActivity == 2)
+        // Past the window, a's rows are folded: its row is brought up to them.
+        try versions(1...3, of: ["b"], on: store)
+        #expect(try rowVersion(of: "a") == 2)
+        #expect(try store.load(id: "a")?.state == bytes("a2"))
+    }
+
+    @Test func aSessionReopenedFromItsJournalRowsIsAsCommitted() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            try versions(1...3, of: ["a"], on: store)
+            // Refused against the journal's newest version, not the row's.
+            let stale = try store.commit([
+                .version(id: "a", version: 2, state: bytes("x"), startedThrough: 9, producedBy: 0, lastActivity: 9)
+            ])
+            #expect(stale == ["a"])
+        }
+        // As a crash leaves it: the store was never closed.
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        let loaded = try #require(try reopened.load(id: "a"))
+        #expect(loaded.version == 3)
+        #expect(loaded.state == bytes("a3"))
+        #expect(loaded.startedThrough == 3)
+        #expect(loaded.history.map(\.version) == [0, 1, 2, 3])
+        #expect(
+            try reopened.commit([
+                .version(id: "a", version: 3, state: bytes("x"), startedThrough: 9, producedBy: 0, lastActivity: 9)
+            ]) == ["a"])
+    }
+
+    @Test func aSessionActiveOnlyInItsJournalRowsIsNotIdle() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        _ = try store.commit([
+            .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+            .create(id: "b", type: "t", state: bytes("0"), lastActivity: 0),
+        ])
+        try versions(1_000...1_000, of: ["a"], on: store)
+        #expect(try store.deleteIdle(before: 500, excluding: []) == ["b"])
+        #expect(try store.load(id: "a")?.version == 1_000)
+        #expect(try store.deleteIdle(before: 2_000, excluding: []) == ["a"])
+        #expect(try store.load(id: "a") == nil)
+    }
+
     @Test func deletedSessionsStayDeletedAndWritesForThemAreIgnored() throws {
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
         _ = try store.commit([
@@ -380,13 +445,14 @@ import Testing
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
         _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
         let sizeBefore = fileSize(path())
-        // More pages than a pass of the checkpoint thread waits for, fewer than the writer's own.
-        try versions(1...200, of: ["a"], on: store)
+        // More pages than a pass of the checkpoint thread waits for, fewer than the writer's own
+        // (a commit of one session's version appends to the journal: a page or two).
+        try versions(1...800, of: ["a"], on: store)
         // The thread's pass copies pages into the database file, while no commit is running.
         let deadline = Date().addingTimeInterval(10)
         while fileSize(path()) <= sizeBefore && Date() < deadline { usleep(5_000) }
         #expect(fileSize(path()) > sizeBefore)
-        try versions(201...2500, of: ["a"], on: store)
+        try versions(801...2500, of: ["a"], on: store)
         let frame = 4096 + 24
         #expect(fileSize(path() + "-wal") <= (WALCheckpointer.framesBeforeRestart + 2 * WALCheckpointer.framesPerPass) * frame)
         try expectHistory(of: "a", through: 2500, capacity: 4, in: store)

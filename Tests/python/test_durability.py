@@ -88,10 +88,12 @@ def test_a_state_stored_by_an_earlier_build_is_read_and_one_that_no_longer_decod
     version = state_of(first, older)["version"]
     assert first.stop() == 0
     # As an earlier build of the counter stored them: one with only a value, one whose value
-    # was a string then.
+    # was a string then. (The session's newest state is in its row, as the journal's rows are
+    # once folded.)
     path = store.removeprefix("sqlite:")
     with sqlite3.connect(path) as database:
-        database.execute("UPDATE sessions SET state = ? WHERE id = ?", (b'{"value":41}', older))
+        database.execute("DELETE FROM journal")
+        database.execute("UPDATE sessions SET state = ?, version = ? WHERE id = ?", (b'{"value":41}', version, older))
         database.execute("UPDATE sessions SET state = ? WHERE id = ?", (b'{"value":"many"}', unreadable))
     database.close()
 
