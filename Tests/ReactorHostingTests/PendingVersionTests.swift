@@ -156,7 +156,6 @@ private final class TestVersion: PendingVersion {
     let lastActivity: Int64 = 1
     let hasReaders: Bool
     private let encoded: Locked<[UInt64]>
-    var json: [UInt8]? { nil }
 
     init(id: String, version: UInt64, producedBy: UInt64, watched: Bool, encoded: Locked<[UInt64]>) {
         self.id = id

@@ -24,9 +24,6 @@ package protocol PendingVersion: AnyObject, Sendable {
     var lastActivity: Int64 { get }
     /// Whether the session has readers now.
     var hasReaders: Bool { get }
-    /// The state's JSON once the commit thread encoded it (the same bytes are stored and sent);
-    /// nil for a version the store did not keep, or before its batch is taken.
-    var json: [UInt8]? { get }
     /// The write that stores it, encoding the state (once).
     func write() -> SessionWrite
     /// Told what became of its commit, as a write's completion is (see ``GroupCommitter``): a
@@ -39,9 +36,7 @@ package protocol PendingVersion: AnyObject, Sendable {
 /// version, holding what its commit needs, so queuing one allocates nothing else.
 final class PublishedVersion<State: Encodable & Sendable>: PendingVersion {
     let id: String
-    let version: UInt64
     let startedThrough: UInt64
-    let producedBy: UInt64
     let lastActivity: Int64
     private let state: State
     private let origin: VersionOrigin
@@ -54,17 +49,21 @@ final class PublishedVersion<State: Encodable & Sendable>: PendingVersion {
         publisher: StatePublisher<State>
     ) {
         self.id = id
-        self.version = origin.version
         self.startedThrough = startedThrough
-        self.producedBy = origin.producedBy
         self.lastActivity = lastActivity
         self.state = state
         self.origin = origin
         self.publisher = publisher
     }
 
+    var version: UInt64 { origin.version }
+
+    var producedBy: UInt64 { origin.producedBy }
+
     var hasReaders: Bool { publisher.timeline.subscriberCount > 0 }
 
+    /// The state's JSON once the commit thread encoded it (the same bytes are stored and sent);
+    /// nil for a version the store did not keep, or before its batch is taken.
     var json: [UInt8]? { encoded.withLock { $0 } }
 
     func write() -> SessionWrite {

@@ -55,17 +55,8 @@ struct QueuedBatch {
     /// The action `seq` settles: versions it produced that a later one followed are left out,
     /// and its last version may be once one follows.
     private mutating func leaveOutVersions(settledBy seq: UInt64, of session: QueuedSession) {
-        if !session.waiting.isEmpty {
-            var waiting: [(index: Int, producedBy: UInt64)] = []
-            for version in session.waiting {
-                if version.producedBy == seq {
-                    leaveOut(version.index, of: session)
-                } else {
-                    waiting.append(version)
-                }
-            }
-            session.waiting = waiting
-        }
+        for version in session.waiting where version.producedBy == seq { leaveOut(version.index, of: session) }
+        session.waiting.removeAll { $0.producedBy == seq }
         if let last = session.lastVersion, last.producedBy == seq { session.lastVersion?.settled = true }
     }
 
