@@ -2,12 +2,12 @@
 /// table: for each session its rows in commit order, and all of them in commit order, oldest
 /// first, so the oldest can be folded once the journal outgrows its window.
 ///
-/// A commit appends each session's new versions to the journal (one row each, at the end of the
-/// table: a page or two per commit, whichever sessions it touched). A session's rows are folded
-/// into the `history` table, all at once, when its oldest falls out of the window; the rows
-/// before the window are then deleted as one range. The journal's rows of a folded session may
-/// stay in the table until that range passes them: the per-session table already holds them, and
-/// a store reopened after a crash folds them again to the same keys.
+/// The journal is a ring of ``slots`` rows: row `n` is written to slot `n % slots`, over a row
+/// folded long before, so a commit rewrites the page or two its rows land on and allocates and
+/// frees none (no free-list pages, no page 1 in its log). A session's rows are folded into the
+/// `history` table, all at once, when its oldest falls out of the window; their slots may then be
+/// written again. A folded row stays in its slot until then: the per-session table already holds
+/// it, and the session's `sessions` row, brought up to it by the fold, tells a reopened store so.
 struct HistoryJournal {
     /// The unfolded rows of each session, oldest first.
     private(set) var rows: [String: [Int64]] = [:]
@@ -21,21 +21,35 @@ struct HistoryJournal {
     /// only those, not every row of the window.
     private var oldest: [(row: Int64, id: String)] = []
     private var head = 0
-    /// The last row deleted from the table; rows after it are still there.
-    private(set) var deletedThrough: Int64 = 0
-    /// The newest row's number (rows are numbered here, so numbers never go back even when
-    /// every row was deleted).
+    /// Every row through this one is folded (or its session deleted): their slots may be written.
+    private(set) var foldedThrough: Int64 = 0
+    /// The newest row's number (rows are numbered here, so numbers never go back).
     private(set) var lastRow: Int64 = 0
+    /// The rows the table holds at most, each in slot `row % slots`.
+    let slots: Int64
 
-    /// The journal of a table whose rows are `rows` `(row, session)`, in order; all unfolded.
-    init(rows existing: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = []) {
+    /// The journal of a table of `slots` slots whose unfolded rows are `existing`
+    /// `(row, session, …)`, in order, and whose newest row, folded or not, is `lastRow`.
+    init(slots: Int64, rows existing: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = [], lastRow: Int64 = 0) {
+        self.slots = max(1, slots)
         for (row, id, version, lastActivity) in existing {
             if rows[id] == nil { oldest.append((row, id)) }
             rows[id, default: []].append(row)
             newest[id] = (version, lastActivity)
         }
-        lastRow = existing.last?.row ?? 0
-        deletedThrough = (existing.first?.row).map { $0 - 1 } ?? 0
+        self.lastRow = max(lastRow, existing.last?.row ?? 0)
+        foldedThrough = (existing.first?.row).map { $0 - 1 } ?? self.lastRow
+    }
+
+    /// The slot row `row` is written to.
+    func slot(of row: Int64) -> Int64 { row % slots }
+
+    /// The row, if any, that must be folded before `rows` more can be appended without writing
+    /// over an unfolded one: rows through it are due (nil when every slot they take is free, or
+    /// holds a row through `alsoFolded`, folded since, in the commit not yet ended).
+    func mustFold(beforeAppending rows: Int, alsoFolded: Int64 = 0) -> Int64? {
+        let through = lastRow + Int64(rows) - slots
+        return through > max(foldedThrough, alsoFolded) ? through : nil
     }
 
     /// Numbers and records a new row of `id`, whose newest version is `version`, published at
@@ -68,16 +82,25 @@ struct HistoryJournal {
         return ids
     }
 
-    /// Forgets the unfolded rows of `id` (folded into the history table, or the session deleted).
-    mutating func forget(_ id: String) {
-        rows[id] = nil
-        newest[id] = nil
+    /// Forgets the unfolded rows of `id` through `row` (folded into the history table), or all
+    /// of them (the session deleted). Rows it gained since stay, with its newest version.
+    mutating func forget(_ id: String, through row: Int64 = .max) {
+        guard let remaining = rows[id]?.drop(while: { $0 <= row }), !remaining.isEmpty else {
+            rows[id] = nil
+            newest[id] = nil
+            return
+        }
+        let first = remaining[remaining.startIndex]
+        rows[id] = Array(remaining)
+        // In order among the others: rows appended after its first may have theirs already.
+        var index = oldest.endIndex
+        while index > head, oldest[index - 1].row > first { index -= 1 }
+        oldest.insert((first, id), at: index)
     }
 
-    /// Records that the table's rows through `row` are deleted (every session with a row there
-    /// was folded first).
-    mutating func deleted(through row: Int64) {
-        deletedThrough = max(deletedThrough, row)
+    /// Records that every row through `row` is folded (each session with a row there was).
+    mutating func folded(through row: Int64) {
+        foldedThrough = max(foldedThrough, row)
     }
 
     /// Drops the entries before `head` once they are most of the list.

@@ -5,14 +5,18 @@ import ReactorHosting
 enum SQLiteSchema {
     /// The schema this code writes; a store with a higher one is refused. 3: a session's row may
     /// be older than its journal rows, which carry its newest version until they are folded (a
-    /// build of schema 2 would read such a row as the session, so it refuses the store).
-    static let version = 3
+    /// build of schema 2 would read such a row as the session, so it refuses the store). 4: the
+    /// journal is a ring of slots whose folded rows stay until written over (a build of schema 3
+    /// would take them for unfolded rows).
+    static let version = 4
     /// What the `meta` table says a session store is, so another application's database is refused.
     static let application = "reactor-server sessions"
 
     /// Makes the tables that are missing, in one transaction, and adds the columns of later
     /// builds to a store made before them.
-    static func prepare(_ writer: SQLiteConnection) throws(SessionStoreError) {
+    /// - Returns: the journal's slots (``HistoryJournal/slots``): as the file says, else twice
+    ///   `journalWindow`, recorded.
+    static func prepare(_ writer: SQLiteConnection, journalWindow: Int) throws(SessionStoreError) -> Int64 {
         try writer.execute(
             """
             BEGIN IMMEDIATE;
@@ -34,19 +38,57 @@ enum SQLiteSchema {
             CREATE TABLE IF NOT EXISTS action_keys(
                 id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, digest INTEGER NOT NULL,
                 PRIMARY KEY(id, key)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS journal(
-                row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL,
-                last_version INTEGER NOT NULL, versions BLOB NOT NULL, started_through INTEGER,
-                last_activity INTEGER);
+            \(journalTable);
             UPDATE meta SET value = '\(version)' WHERE key = 'schema';
             """)
         do throws(SessionStoreError) {
             try addColumnsOfLaterBuilds(writer)
+            let slots = try journalSlots(writer, journalWindow: journalWindow)
             try writer.execute("COMMIT")
+            return slots
         } catch {
             try? writer.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// The journal: row `row` in slot `row % slots` (``HistoryJournal``).
+    static let journalTable = """
+        CREATE TABLE IF NOT EXISTS journal(
+            slot INTEGER PRIMARY KEY, row INTEGER NOT NULL, id TEXT NOT NULL, first_version INTEGER NOT NULL,
+            last_version INTEGER NOT NULL, versions BLOB NOT NULL, started_through INTEGER, last_activity INTEGER)
+        """
+
+    /// The journal's slots as the file records them; for a new journal twice `journalWindow`.
+    /// A journal of schema 2 or 3 (rows numbered, no slots: every row unfolded) is moved into a
+    /// ring with room for twice its rows, renumbered in order; except the rows a schema 2 build
+    /// wrote (no `started_through`: their session's row is as new as they are), whose versions
+    /// go into the history as they are, one chunk each.
+    private static func journalSlots(_ writer: SQLiteConnection, journalWindow: Int) throws(SessionStoreError) -> Int64 {
+        let recorded = try writer.statement("SELECT value FROM meta WHERE key = 'journal_slots'")
+        let found = try recorded.next() ? Int64(recorded.text(0)) : nil
+        recorded.reset()
+        if let found, found > 0, try hasColumn("slot", of: "journal", on: writer) { return found }
+        var slots = 2 * Int64(max(1, journalWindow))
+        if try !hasColumn("slot", of: "journal", on: writer) {
+            let count = try writer.statement("SELECT count(*) FROM journal WHERE started_through IS NOT NULL")
+            _ = try count.next()
+            slots = max(slots, 2 * count.int64(0))
+            count.reset()
+            try writer.execute(
+                """
+                ALTER TABLE journal RENAME TO numbered_journal;
+                \(journalTable);
+                INSERT OR IGNORE INTO history(id, first_version, last_version, versions)
+                SELECT id, first_version, last_version, versions FROM numbered_journal WHERE started_through IS NULL;
+                INSERT INTO journal(slot, row, id, first_version, last_version, versions, started_through, last_activity)
+                SELECT n % \(slots), n, id, first_version, last_version, versions, started_through, last_activity
+                FROM (SELECT row_number() OVER (ORDER BY row) AS n, * FROM numbered_journal WHERE started_through IS NOT NULL);
+                DROP TABLE numbered_journal;
+                """)
+        }
+        try writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('journal_slots', '\(slots)')")
+        return slots
     }
 
     /// Adds the sessions' `published_ahead`, `shown_through`, `creation` and `subject` columns to a

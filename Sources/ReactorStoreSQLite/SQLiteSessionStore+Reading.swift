@@ -56,14 +56,16 @@ extension SQLiteSessionStore {
             // can have a whole window of rows there.
             // The newest journal row also carries the session as it stands when it is newer than
             // its row, which is brought up to date only when the rows are folded.
+            let journalSlots = journal.withLock { $0.slots }
             let journaled = try connection.statement(
-                "SELECT versions, started_through, last_activity FROM journal WHERE row = ? AND id = ?")
+                "SELECT versions, started_through, last_activity FROM journal WHERE slot = ? AND row = ? AND id = ?")
             var newest: [[SessionBatch.Version]] = []
             var journaledVersions = 0
             for row in journalRows.reversed() where journaledVersions < historyCapacity {
                 journaled.reset()
-                journaled.bind(1, row)
-                journaled.bind(2, id)
+                journaled.bind(1, row % journalSlots)
+                journaled.bind(2, row)
+                journaled.bind(3, id)
                 guard try journaled.next() else { continue }
                 guard let chunk = HistoryChunk(decoding: journaled.blob(0)), let last = chunk.entries.last else {
                     journaled.reset()

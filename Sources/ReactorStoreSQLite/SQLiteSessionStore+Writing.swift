@@ -10,11 +10,14 @@ extension SQLiteSessionStore {
         try writer.withLock { connection throws(SessionStoreError) -> Set<String> in
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SessionStoreError) {
-                var settled: [String] = []
+                var settled: [(id: String, through: Int64)] = []
+                var foldedThrough: Int64 = 0
                 let lastRow = journal.withLock { $0.lastRow }
-                let stale = try apply(writes, on: connection, settling: &settled)
+                let stale = try apply(writes, on: connection, settling: &settled, foldedThrough: &foldedThrough)
                 let appended = Int(journal.withLock { $0.lastRow } - lastRow)
-                let deletedThrough = try foldOldestJournalRows(appended: appended, on: connection, settling: &settled)
+                if let through = try foldOldestJournalRows(appended: appended, on: connection, settling: &settled) {
+                    foldedThrough = max(foldedThrough, through)
+                }
                 try connection.execute("COMMIT")
                 var frames: Int32 = 0
                 var highest: Int32 = 0
@@ -23,38 +26,48 @@ extension SQLiteSessionStore {
                 // Only now: a load that read the journal before this commit must still find the
                 // folded rows there, and one that reads it after finds them in the history.
                 journal.withLock { journal in
-                    for id in settled { journal.forget(id) }
-                    if let deletedThrough { journal.deleted(through: deletedThrough) }
+                    for (id, through) in settled { journal.forget(id, through: through) }
+                    journal.folded(through: foldedThrough)
                 }
                 return stale
             } catch {
                 try? connection.execute("ROLLBACK")
                 // The rows numbered for the batch were not written.
-                if let rows = try? Self.readJournal(connection) { journal.withLock { $0 = rows } }
+                if let rows = try? Self.readJournal(connection, slots: journal.withLock({ $0.slots })) {
+                    journal.withLock { $0 = rows }
+                }
                 throw error
             }
         }
     }
 
-    /// The journal's rows as the table holds them, all unfolded (those of sessions folded before
-    /// a crash are folded again, to the same keys).
-    static func readJournal(_ connection: SQLiteConnection) throws(SessionStoreError) -> HistoryJournal {
-        let statement = try connection.statement("SELECT row, id, last_version, coalesce(last_activity, 0) FROM journal ORDER BY row")
+    /// The journal's unfolded rows, as the table of `slots` slots holds them: those newer than
+    /// their session's row, which a fold brings up to the rows it folds. A session folded before
+    /// a crash, or deleted, has none.
+    static func readJournal(_ connection: SQLiteConnection, slots: Int64) throws(SessionStoreError) -> HistoryJournal {
+        let statement = try connection.statement(
+            """
+            SELECT j.row, j.id, j.last_version, j.last_activity FROM journal j JOIN sessions s ON s.id = j.id
+            WHERE j.last_version > s.version ORDER BY j.row
+            """)
         defer { statement.reset() }
         var rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = []
         while try statement.next() {
             rows.append((statement.int64(0), statement.text(1), statement.uint64(2), statement.int64(3)))
         }
-        return HistoryJournal(rows: rows)
+        let last = try connection.statement("SELECT coalesce(max(row), 0) FROM journal")
+        defer { last.reset() }
+        _ = try last.next()
+        return HistoryJournal(slots: slots, rows: rows, lastRow: last.int64(0))
     }
 
     /// The writes of one batch, inside its transaction, in order (planned by ``SessionBatch``).
-    /// A session's versions in the batch become one journal row (a chunk) and one update of its
-    /// row; the sessions it deletes are added to `settled`, whose journal entries go once the
-    /// batch is committed.
+    /// A session's versions in the batch become one journal row (a chunk); the sessions it
+    /// deletes, or folds to free a slot, are added to `settled`, whose journal entries go once the
+    /// batch is committed, and `foldedThrough` is raised to the rows those folds freed.
     private func apply(
         _ writes: [SessionWrite], on connection: SQLiteConnection,
-        settling settled: inout [String]
+        settling settled: inout [(id: String, through: Int64)], foldedThrough: inout Int64
     ) throws(SessionStoreError) -> Set<String> {
         let batch = SessionBatch(writes)
         var stale: Set<String> = []
@@ -116,19 +129,22 @@ extension SQLiteSessionStore {
                     continue
                 }
                 exists[id] = true
+                try foldRowInTheWay(on: connection, settling: &settled, foldedThrough: &foldedThrough)
                 let row = journal.withLock { $0.append(id: id, version: version, lastActivity: lastActivity) }
                 let append = try connection.statement(
                     """
-                    INSERT INTO journal(row, id, first_version, last_version, versions, started_through, last_activity)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT OR REPLACE INTO journal(slot, row, id, first_version, last_version, versions, started_through,
+                                                   last_activity)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """)
-                append.bind(1, row)
-                append.bind(2, id)
-                append.bind(3, entries[0].version)
-                append.bind(4, version)
-                append.bind(5, blob: HistoryChunk(entries: entries).encoded())
-                append.bind(6, startedThrough)
-                append.bind(7, lastActivity)
+                append.bind(1, journal.withLock { $0.slot(of: row) })
+                append.bind(2, row)
+                append.bind(3, id)
+                append.bind(4, entries[0].version)
+                append.bind(5, version)
+                append.bind(6, blob: HistoryChunk(entries: entries).encoded())
+                append.bind(7, startedThrough)
+                append.bind(8, lastActivity)
                 try append.run()
             case .touch(let id, let lastActivity):
                 let statement = try connection.statement("UPDATE sessions SET last_activity = max(last_activity, ?) WHERE id = ?")
@@ -137,7 +153,7 @@ extension SQLiteSessionStore {
                 try statement.run()
             case .delete(let id):
                 try delete(id: id, on: connection)
-                settled.append(id)
+                settled.append((id, .max))
                 exists[id] = false
             case .release(let id):
                 // One process owns the file: nothing to hand over; what it showed is committed.
@@ -184,19 +200,36 @@ extension SQLiteSessionStore {
         try statement.run()
     }
 
+    /// Folds the sessions whose unfolded rows hold the slot the next row takes, if any: in a
+    /// batch of more sessions than the ring has free slots, or a window the folds have not kept
+    /// up with. A session folded so in this batch (its rows through the slot) is not folded again.
+    private func foldRowInTheWay(
+        on connection: SQLiteConnection,
+        settling settled: inout [(id: String, through: Int64)], foldedThrough: inout Int64
+    ) throws(SessionStoreError) {
+        guard let through = journal.withLock({ $0.mustFold(beforeAppending: 1, alsoFolded: foldedThrough) }) else { return }
+        let due = journal.withLock { journal in
+            journal.sessions(withRowsThrough: through).filter { id in
+                // Folded in this batch already, through rows the fold took.
+                !settled.contains { $0.id == id && (journal.rows[id]?.last ?? 0) <= $0.through }
+            }
+        }
+        for id in due { settled.append((id, try fold(id, on: connection) ?? .max)) }
+        foldedThrough = through
+    }
+
     /// Folds the sessions whose oldest journal row fell out of the window into their history,
     /// oldest first, until it has folded twice the rows the commit appended (at least one
     /// session): the journal keeps near its window, and sessions whose rows fall out together do
-    /// not make one commit long. Then deletes the journal's rows before the oldest still unfolded,
-    /// as one range.
-    /// - Returns: the last row deleted, if any were.
+    /// not make one commit long.
+    /// - Returns: the row through which every row is then folded, if that moved.
     private func foldOldestJournalRows(
         appended: Int, on connection: SQLiteConnection,
-        settling settled: inout [String]
+        settling settled: inout [(id: String, through: Int64)]
     ) throws(SessionStoreError) -> Int64? {
         let (cutoff, due) = journal.withLock { journal -> (Int64, [(id: String, rows: Int)]) in
             let cutoff = journal.lastRow - Int64(journalWindow)
-            guard cutoff > journal.deletedThrough else { return (0, []) }
+            guard cutoff > journal.foldedThrough else { return (0, []) }
             return (cutoff, journal.sessions(withRowsThrough: cutoff).map { ($0, journal.rows[$0]?.count ?? 0) })
         }
         guard !due.isEmpty else { return nil }
@@ -208,71 +241,71 @@ extension SQLiteSessionStore {
                 through = min(cutoff, (journal.withLock { $0.rows[session.id]?.first } ?? cutoff + 1) - 1)
                 break
             }
-            try fold(session.id, on: connection)
-            settled.append(session.id)
+            settled.append((session.id, try fold(session.id, on: connection) ?? .max))
             folded += session.rows
         }
-        guard through > journal.withLock({ $0.deletedThrough }) else { return nil }
-        let delete = try connection.statement("DELETE FROM journal WHERE row <= ?")
-        delete.bind(1, through)
-        try delete.run()
-        return through
+        return through > journal.withLock({ $0.foldedThrough }) ? through : nil
     }
 
     /// Copies the session's unfolded journal rows into its history as one chunk (their chunks
     /// end to end: one row, written to a page or two, however many commits they came from),
-    /// brings its `sessions` row up to the newest of them, and drops the history's chunks older
-    /// than it keeps. A deleted session's rows are left to the
-    /// range deletion. Folded again after a crash, rows the range deletion had not reached make a
-    /// chunk overlapping the first; a load drops the versions read twice.
-    private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) {
-        guard try contains(id: id, on: connection) else { return }
-        let rows = journal.withLock { $0.rows[id] ?? [] }
+    /// leaving out the rows wholly older than the versions the history keeps, brings its
+    /// `sessions` row up to the newest of them, and drops the history's chunks older than it
+    /// keeps. The rows stay in their slots, folded: the `sessions` row now as new as them says so
+    /// to a reopened store, which folds again, to the same keys, the rows of a fold a crash undid.
+    /// - Returns: the last row folded; nil for a deleted session, whose rows (if any are left)
+    ///   are written over in time.
+    private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Int64? {
+        guard try contains(id: id, on: connection) else { return nil }
+        let (rows, slots) = journal.withLock { ($0.rows[id] ?? [], $0.slots) }
         let read = try connection.statement(
-            "SELECT first_version, last_version, versions, started_through, last_activity FROM journal WHERE row = ?")
+            "SELECT first_version, last_version, versions, started_through, last_activity FROM journal WHERE slot = ? AND row = ?")
         var first: UInt64?
         var latest: UInt64 = 0
-        var versions: [UInt8] = []
-        /// The newest row's chunk and what it carries for the `sessions` row (nil: a row an
-        /// earlier build wrote, whose `sessions` row is as new).
+        /// The rows' chunks, newest first.
+        var chunks: [[UInt8]] = []
+        /// The newest row's chunk and what it carries for the `sessions` row.
         var newest: (chunk: [UInt8], startedThrough: UInt64, lastActivity: Int64)?
-        for row in rows {
+        // Newest first, until they hold the versions the history keeps.
+        for row in rows.reversed() {
             read.reset()
-            read.bind(1, row)
+            read.bind(1, row % slots)
+            read.bind(2, row)
             guard try read.next() else { continue }
-            if first == nil { first = read.uint64(0) }
-            let last = read.uint64(1)
             let chunk = read.blob(2)
-            if last >= latest {
-                newest = read.isNull(3) ? nil : (chunk, read.uint64(3), read.int64(4))
+            if newest == nil {
+                latest = read.uint64(1)
+                newest = (chunk, read.uint64(3), read.int64(4))
             }
-            latest = max(latest, last)
-            versions += chunk
+            first = read.uint64(0)
+            chunks.append(chunk)
+            if latest - first! + 1 >= UInt64(historyCapacity) { break }
         }
         read.reset()
-        guard let first else { return }
+        guard let first, let newest, let lastRow = rows.last else { return rows.last }
+        let versions = Array(chunks.reversed().joined())
         try insertChunk(id: id, firstVersion: first, lastVersion: latest, versions: versions, on: connection)
-        if let newest {
-            guard let state = HistoryChunk(decoding: newest.chunk)?.entries.last?.state else {
-                throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
-            }
-            let session = try connection.statement(
-                """
-                UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
-                WHERE id = ?5 AND version < ?1
-                """)
-            session.bind(1, latest)
-            session.bind(2, blob: state)
-            session.bind(3, newest.startedThrough)
-            session.bind(4, newest.lastActivity)
-            session.bind(5, id)
-            try session.run()
+        guard let state = HistoryChunk(decoding: newest.chunk)?.entries.last?.state else {
+            throw SessionStoreError(.corrupt, "\(path): the stored history of a session is damaged")
         }
-        guard latest >= UInt64(historyCapacity) else { return }
-        let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
-        trim.bind(1, id)
-        trim.bind(2, latest - UInt64(historyCapacity))
-        try trim.run()
+        let session = try connection.statement(
+            """
+            UPDATE sessions SET version = ?1, state = ?2, started_through = ?3, last_activity = max(last_activity, ?4)
+            WHERE id = ?5 AND version < ?1
+            """)
+        session.bind(1, latest)
+        session.bind(2, blob: state)
+        session.bind(3, newest.startedThrough)
+        session.bind(4, newest.lastActivity)
+        session.bind(5, id)
+        try session.run()
+        if latest >= UInt64(historyCapacity) {
+            let trim = try connection.statement("DELETE FROM history WHERE id = ? AND last_version <= ?")
+            trim.bind(1, id)
+            trim.bind(2, latest - UInt64(historyCapacity))
+            try trim.run()
+        }
+        return lastRow
     }
 
     /// Keeps an action's idempotency key, and now and then forgets the session's keys of
@@ -297,10 +330,12 @@ extension SQLiteSessionStore {
             statement.bind(1, id)
             try statement.run()
         }
-        let rows = try connection.statement("DELETE FROM journal WHERE row = ?")
-        for row in journal.withLock({ $0.rows[id] ?? [] }) {
+        let rows = try connection.statement("DELETE FROM journal WHERE slot = ? AND row = ?")
+        let (unfolded, slots) = journal.withLock { ($0.rows[id] ?? [], $0.slots) }
+        for row in unfolded {
             rows.reset()
-            rows.bind(1, row)
+            rows.bind(1, row % slots)
+            rows.bind(2, row)
             try rows.run()
         }
     }

@@ -9,11 +9,11 @@ import ReactorHosting
 /// Two connections: one writes (the commit thread, and expiry), one reads (activations), so that
 /// a read never waits for a commit's sync to disk.
 ///
-/// A commit appends each session's new versions to a journal table, at its end, rather than
-/// inserting them among that session's history: a commit then writes a page or two for the
-/// history, whichever sessions it touched, instead of two or three pages for each. A session's
-/// journal rows are folded into its history all at once when the oldest of them falls out of the
-/// journal's window (``HistoryJournal``).
+/// A commit appends each session's new versions to a journal table, a ring of slots written in
+/// turn, rather than inserting them among that session's history: a commit then rewrites a page
+/// or two for the history, whichever sessions it touched, instead of two or three pages for each.
+/// A session's journal rows are folded into its history all at once when the oldest of them falls
+/// out of the journal's window (``HistoryJournal``).
 ///
 /// Opening refuses, and leaves untouched, a file that is not a SQLite database, a database that
 /// is not a session store, or one written by a newer schema; and a store another process has
@@ -31,7 +31,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
     /// The journal's rows not yet folded into the history table. The writer changes it; a load
     /// reads a session's rows from it before its read transaction begins.
     let journal: Locked<HistoryJournal>
-    /// How many journal rows are kept before the oldest are folded and deleted.
+    /// How many journal rows are kept before the oldest are folded (at most half its slots).
     let journalWindow: Int
     /// Copies the write-ahead log into the database beside the commits.
     let checkpointer: WALCheckpointer
@@ -44,12 +44,12 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
     ///   - maxPageCount: a cap on the file's size in pages (SQLite's `max_page_count`); a commit
     ///     past it fails as a full disk would.
     ///   - journalWindow: how many rows of new versions the journal keeps before it folds the
-    ///     oldest into the sessions' history.
+    ///     oldest into the sessions' history. A new store's journal has room for twice as many;
+    ///     a store opened again keeps its room, and a window over half of it is cut to half.
     /// - Throws: ``SessionStoreError`` naming the path and what is wrong with it.
-    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil, journalWindow: Int = 8192) throws(SessionStoreError) {
+    public init(path: String, historyCapacity: Int, maxPageCount: Int? = nil, journalWindow: Int = 16384) throws(SessionStoreError) {
         self.path = path
         self.historyCapacity = max(1, historyCapacity)
-        self.journalWindow = max(1, journalWindow)
         try Self.checkFile(at: path)
         lock = try StoreFileLock(storePath: path)
         try Self.createPrivately(path)
@@ -60,8 +60,10 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         // Checkpoints run beside the commits (``WALCheckpointer``), not inside one.
         try writer.execute("PRAGMA wal_autocheckpoint=0")
         if let maxPageCount { try writer.execute("PRAGMA max_page_count=\(maxPageCount)") }
-        try SQLiteSchema.prepare(writer)
-        journal = Locked(try Self.readJournal(writer))
+        let slots = try SQLiteSchema.prepare(writer, journalWindow: max(1, journalWindow))
+        // Rows appended while its oldest wait in the window must fall in slots of folded rows.
+        self.journalWindow = min(max(1, journalWindow), Int(max(1, slots / 2)))
+        journal = Locked(try Self.readJournal(writer, slots: slots))
         checkpointer = try WALCheckpointer(path: path)
         self.writer = Locked(writer)
         // One reader now: a file that a second connection cannot open fails here, at start.

@@ -6,7 +6,7 @@ import Testing
 /// before the cutoff, oldest first, each once, and never one folded or deleted since.
 @Suite struct HistoryJournalTests {
     @Test func theSessionsDueAreThoseWhoseOldestRowIsAtOrBeforeTheCutoffOldestFirst() {
-        var journal = HistoryJournal()
+        var journal = HistoryJournal(slots: 1024)
         for (version, id) in ["a", "b", "a", "c", "b", "a"].enumerated() {
             _ = journal.append(id: id, version: UInt64(version), lastActivity: 1)
         }
@@ -17,10 +17,10 @@ import Testing
     }
 
     @Test func aFoldedSessionIsDueAgainOnlyByTheRowsItGainsAfterwards() {
-        var journal = HistoryJournal()
+        var journal = HistoryJournal(slots: 1024)
         for id in ["a", "b", "a"] { _ = journal.append(id: id, version: 1, lastActivity: 1) }
         journal.forget("a")
-        journal.deleted(through: 1)
+        journal.folded(through: 1)
         #expect(journal.sessions(withRowsThrough: 3) == ["b"])
         _ = journal.append(id: "a", version: 2, lastActivity: 1)
         #expect(journal.sessions(withRowsThrough: 3) == ["b"])
@@ -33,16 +33,56 @@ import Testing
         let rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = [
             (7, "a", 1, 10), (8, "b", 1, 20), (9, "a", 2, 30), (10, "c", 1, 0),
         ]
-        var journal = HistoryJournal(rows: rows)
-        #expect(journal.lastRow == 10)
-        #expect(journal.deletedThrough == 6)
+        var journal = HistoryJournal(slots: 16, rows: rows, lastRow: 12)
+        #expect(journal.lastRow == 12, "the newest row, folded or not, numbers the next")
+        #expect(journal.foldedThrough == 6)
         #expect(journal.sessions(withRowsThrough: 9) == ["a", "b"])
         #expect(journal.newest["a"]?.version == 2)
-        #expect(journal.append(id: "b", version: 2, lastActivity: 5) == 11)
+        #expect(journal.append(id: "b", version: 2, lastActivity: 5) == 13)
+    }
+
+    @Test func aJournalWithNothingUnfoldedHasAllItsSlotsFree() {
+        var journal = HistoryJournal(slots: 4, rows: [], lastRow: 9)
+        #expect(journal.foldedThrough == 9)
+        #expect(journal.mustFold(beforeAppending: 4) == nil)
+        #expect(journal.append(id: "a", version: 1, lastActivity: 0) == 10)
+        #expect(journal.slot(of: 10) == 2)
+    }
+
+    @Test func rowsThatWouldTakeTheSlotOfAnUnfoldedOneMustWaitForItsFold() {
+        var journal = HistoryJournal(slots: 4)
+        for id in ["a", "b", "c"] { _ = journal.append(id: id, version: 1, lastActivity: 0) }
+        #expect(journal.mustFold(beforeAppending: 1) == nil, "slot 0 is free")
+        #expect(journal.mustFold(beforeAppending: 2) == 1, "row 5 would take row 1's slot")
+        #expect(journal.mustFold(beforeAppending: 4) == 3)
+        journal.forget("a", through: 1)
+        journal.folded(through: 1)
+        #expect(journal.mustFold(beforeAppending: 2) == nil)
+        #expect(journal.sessions(withRowsThrough: 3) == ["b", "c"])
+    }
+
+    @Test func aSessionFoldedBeforeTheRowsItGainedInTheSameCommitKeepsThem() {
+        var journal = HistoryJournal(slots: 1024)
+        _ = journal.append(id: "a", version: 1, lastActivity: 0)
+        _ = journal.append(id: "b", version: 1, lastActivity: 0)
+        _ = journal.append(id: "c", version: 1, lastActivity: 0)
+        // a was folded through row 1, then gained row 4, whose commit also appended b's row 5.
+        _ = journal.append(id: "a", version: 2, lastActivity: 7)
+        journal.forget("a", through: 1)
+        #expect(journal.rows["a"] == [4])
+        #expect(journal.newest["a"]?.version == 2)
+        #expect(journal.isActive("a", since: 7))
+        #expect(journal.sessions(withRowsThrough: 3) == ["b", "c"])
+        _ = journal.append(id: "d", version: 1, lastActivity: 0)
+        journal.forget("b")
+        journal.forget("c")
+        // Found by its new oldest row, in order before d's.
+        #expect(journal.sessions(withRowsThrough: 4) == ["a"])
+        #expect(journal.sessions(withRowsThrough: 5) == ["a", "d"])
     }
 
     @Test func manyFoldsKeepTheListShort() {
-        var journal = HistoryJournal()
+        var journal = HistoryJournal(slots: 1024)
         for round in 0..<3_000 {
             let id = "s\(round % 50)"
             _ = journal.append(id: id, version: UInt64(round), lastActivity: 1)
@@ -56,7 +96,7 @@ import Testing
     }
 
     @Test func itKnowsEachSessionsNewestVersionAndActivityUntilItIsFolded() {
-        var journal = HistoryJournal()
+        var journal = HistoryJournal(slots: 1024)
         _ = journal.append(id: "a", version: 3, lastActivity: 100)
         _ = journal.append(id: "a", version: 5, lastActivity: 90)
         #expect(journal.newest["a"]?.version == 5)

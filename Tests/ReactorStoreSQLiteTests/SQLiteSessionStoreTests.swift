@@ -342,8 +342,10 @@ import Testing
         for version in 1...20 as ClosedRange<UInt64> {
             try versions(version...version, of: ids, on: store)
             for id in ids { try expectHistory(of: id, through: version, capacity: 5, in: store) }
-            // The window, and at most the rows of one commit beyond it.
-            #expect(try store.rowCount(of: "journal") <= 3 + ids.count)
+            // The window, and at most the rows of one commit beyond it, wait to be folded; the
+            // table never holds more rows than its slots (twice the window).
+            #expect(unfoldedRows(in: store) <= 3 + ids.count)
+            #expect(try store.rowCount(of: "journal") <= 6)
         }
         // Folding trims the history to what it keeps.
         #expect(try store.rowCount(of: "history") <= ids.count * (5 + 3))
@@ -418,23 +420,75 @@ import Testing
             try versions(1...10, of: ["a", "b", "c"], on: store)
         }
         // Thirty rows (a1 b1 c1 a2 ... c10), all due once the window is 2; a commit of one row may
-        // fold two rows' worth: one session at a time, and only the rows before the oldest
-        // unfolded one go. So 30 rows stay (a1, then b1, deleted; d1, d2 added) until c is folded.
+        // fold two rows' worth, one session at a time: a's ten rows, then b's, then c's (d1, d2,
+        // d3 added meanwhile), then d's four.
         let store = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 2)
-        for (version, rowsLeft) in zip(1...4 as ClosedRange<UInt64>, [30, 30, 3, 2]) {
+        for (version, rowsLeft) in zip(1...4 as ClosedRange<UInt64>, [21, 12, 3, 0]) {
             try versions(version...version, of: ["d"], on: store)
-            #expect(try store.rowCount(of: "journal") == rowsLeft)
+            #expect(unfoldedRows(in: store) == rowsLeft)
             for id in ["a", "b", "c"] { try expectHistory(of: id, through: 10, capacity: 8, in: store) }
             try expectHistory(of: "d", through: version, capacity: 8, in: store)
         }
     }
 
-    @Test func aSessionWithManyJournalRowsLoadsTheVersionsItKeeps() throws {
-        let store = try SQLiteSessionStore(path: path(), historyCapacity: 3, journalWindow: 1000)
-        _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
-        try versions(1...40, of: ["a"], on: store)
-        #expect(try store.rowCount(of: "journal") == 40)
+    @Test func aSessionWithManyJournalRowsLoadsTheVersionsItKeepsAndFoldsOnlyThose() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 3, journalWindow: 1000)
+            _ = try store.commit(["a", "b"].map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+            try versions(1...40, of: ["a"], on: store)
+            #expect(try store.rowCount(of: "journal") == 40)
+            try expectHistory(of: "a", through: 40, capacity: 3, in: store)
+        }
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 3, journalWindow: 2)
+        try versions(1...1, of: ["b"], on: store)
+        #expect(unfoldedRows(in: store) == 1, "a's forty rows are folded")
         try expectHistory(of: "a", through: 40, capacity: 3, in: store)
+        // Into a chunk of the three versions kept: the rows before them were not copied.
+        let first = try SQLiteConnection(path: path(), create: false).statement(
+            "SELECT min(first_version), count(*) FROM history WHERE id = 'a'")
+        defer { first.reset() }
+        #expect(try first.next())
+        #expect(first.int64(0) == 38)
+        #expect(first.int64(1) == 1)
+    }
+
+    /// The journal rows the store has not folded yet.
+    private func unfoldedRows(in store: SQLiteSessionStore) -> Int {
+        store.journal.withLock { $0.rows.values.reduce(0) { $0 + $1.count } }
+    }
+
+    @Test func aCommitOfMoreSessionsThanTheJournalHasFreeSlotsFoldsFirstWhatItWouldWriteOver() throws {
+        // Window 2: four slots. Each commit brings six sessions' versions, so each first folds
+        // the rows in the slots it takes, some of them its own sessions' rows of the commit before.
+        let ids = ["a", "b", "c", "d", "e", "f"]
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
+            _ = try store.commit(ids.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+            for version in 1...9 as ClosedRange<UInt64> {
+                try versions(version...version, of: ids, on: store)
+                for id in ids { try expectHistory(of: id, through: version, capacity: 4, in: store) }
+                #expect(try store.rowCount(of: "journal") <= 4)
+            }
+        }
+        // As a crash leaves it: what the journal still held unfolded is found again.
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 2)
+        for id in ids { try expectHistory(of: id, through: 9, capacity: 4, in: reopened) }
+        try versions(10...12, of: ids, on: reopened)
+        for id in ids { try expectHistory(of: id, through: 12, capacity: 4, in: reopened) }
+    }
+
+    @Test func aJournalKeepsTheSlotsItWasMadeWithAndAWiderWindowIsCutToHalfOfThem() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 3)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            try versions(1...4, of: ["a"], on: store)
+        }
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 1000)
+        #expect(store.journal.withLock { $0.slots } == 6)
+        #expect(store.journalWindow == 3)
+        try versions(5...40, of: ["a"], on: store)
+        #expect(try store.rowCount(of: "journal") <= 6)
+        try expectHistory(of: "a", through: 40, capacity: 4, in: store)
     }
 
     private func fileSize(_ path: String) -> Int {
@@ -489,6 +543,51 @@ import Testing
         try versions(1...6, of: ["a"], on: store)
         try expectHistory(of: "a", through: 6, capacity: 4, in: store)
         #expect(try store.schema() == SQLiteSchema.version)
+    }
+
+    /// Schema 3's journal, numbered rows carrying the session's newest version, and schema 2's,
+    /// whose rows carry only history (the session's row as new as they are).
+    @Test(arguments: [3, 2])
+    func aNumberedJournalOfAnEarlierSchemaBecomesARingAndKeepsEveryVersion(schema: Int) throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 1000)
+            _ = try store.commit([.create(id: "a", type: "t", state: bytes("0"), lastActivity: 0)])
+            try versions(1...5, of: ["a"], on: store)
+            store.close()
+        }
+        let connection = try SQLiteConnection(path: path(), create: false)
+        try connection.execute(
+            """
+            CREATE TABLE numbered(
+                row INTEGER PRIMARY KEY, id TEXT NOT NULL, first_version INTEGER NOT NULL, last_version INTEGER NOT NULL,
+                versions BLOB NOT NULL, started_through INTEGER, last_activity INTEGER);
+            INSERT INTO numbered SELECT row + 100, id, first_version, last_version, versions, started_through, last_activity
+            FROM journal;
+            DROP TABLE journal;
+            ALTER TABLE numbered RENAME TO journal;
+            DELETE FROM meta WHERE key = 'journal_slots';
+            UPDATE meta SET value = '\(schema)' WHERE key = 'schema';
+            """)
+        if schema == 2 {
+            try connection.execute(
+                """
+                UPDATE sessions SET version = 5, state = CAST('a5' AS BLOB), started_through = 5, last_activity = 5;
+                UPDATE journal SET started_through = NULL, last_activity = NULL;
+                """)
+        }
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 2)
+            #expect(try store.schema() == SQLiteSchema.version)
+            // Schema 2's rows went into the history as they were.
+            #expect(unfoldedRows(in: store) == (schema == 3 ? 5 : 0))
+            #expect(store.journal.withLock { $0.slots } == (schema == 3 ? 10 : 4), "room for twice the rows it held")
+            try expectHistory(of: "a", through: 5, capacity: 8, in: store)
+            try versions(6...12, of: ["a"], on: store)
+            try expectHistory(of: "a", through: 12, capacity: 8, in: store)
+        }
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 8, journalWindow: 2)
+        try expectHistory(of: "a", through: 12, capacity: 8, in: reopened)
+        #expect(try reopened.rowCount(of: "journal") <= 10)
     }
 
     @Test func aSessionIsMarkedPublishedAheadUntilItsReleaseAcrossReopening() throws {
