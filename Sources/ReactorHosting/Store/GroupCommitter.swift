@@ -2,6 +2,7 @@ import Dispatch
 import Locking
 import Logging
 import ReactorCore
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -82,6 +83,9 @@ package final class GroupCommitter: Sendable {
     /// How long new work is refused after a failed commit, before writes are tried again.
     package let retryPause: Duration
     private let queue = Locked(Queue())
+    /// Whether `Queue.lastError` is set: read without the lock by every action (``lastError``),
+    /// set and cleared under it.
+    private let hasFailed = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let logger: Logger
@@ -116,7 +120,8 @@ package final class GroupCommitter: Sendable {
     /// The error of the last failed commit, for ``retryPause`` after it: new work should then be
     /// refused. Nil otherwise.
     package var lastError: SessionStoreError? {
-        queue.withLock { queue in
+        guard hasFailed.load(ordering: .acquiring) else { return nil }
+        return queue.withLock { queue in
             guard let error = queue.lastError else { return nil }
             if DispatchTime.now().uptimeNanoseconds &- queue.failedAt >= retryPause.nanoseconds {
                 return nil
@@ -149,9 +154,7 @@ package final class GroupCommitter: Sendable {
     package func enqueueAcknowledged(_ write: SessionWrite, of session: QueuedSession? = nil, inAnyDurability: Bool = false)
         -> CommitTicket?
     {
-        let ticket = CommitTicket()
-        let waits = enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability, completion: .ticket(ticket))
-        return waits ? ticket : nil
+        enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability, completion: nil, ticketIfWaiting: true).ticket
     }
 
     /// Queues `write` so that, in either durability, nothing the session writes after it is
@@ -173,33 +176,45 @@ package final class GroupCommitter: Sendable {
     /// Queues `write`; `completion` hears of its commit once it happened when `awaitingCommit`
     /// (or, with ``Durability/async``, when the write must wait), else ``CommitOutcome/committed``
     /// at once.
-    /// - Returns: whether the write waits for its commit.
+    /// With `ticketIfWaiting` (and no `completion`), a write that waits gets a ticket, made only
+    /// then: one acknowledged at once needs none.
+    /// - Returns: whether the write waits for its commit, and its ticket.
     @discardableResult
     private func enqueue(
-        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: CommitCompletion?
-    ) -> Bool {
+        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: CommitCompletion?,
+        ticketIfWaiting: Bool = false
+    ) -> (waits: Bool, ticket: CommitTicket?) {
         let isSync = self.isSync
         var isFull = false
+        var ticket: CommitTicket?
+        /// The completion to keep for a write that waits.
+        func waiting() -> CommitCompletion? {
+            if let completion { return completion }
+            guard ticketIfWaiting else { return nil }
+            let made = CommitTicket()
+            ticket = made
+            return .ticket(made)
+        }
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
             if queue.fenced.contains(id) { return (true, false, true) }
             queue.writes.append(write, of: session)
             if isSync {
                 guard awaitingCommit else { return (false, false, false) }
-                if let completion { queue.completions.append((id, completion)) }
+                if let completion = waiting() { queue.completions.append((id, completion)) }
                 return (true, wakeIfSleeping(&queue), false)
             }
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
-            let body = completion ?? .body { _ in }
             isFull = queue.writes.count > Self.queuedAheadLimit
             if awaitingCommit || isFull {
                 queue.held[id] = queue.queuedBatch
-                queue.completions.append((id, body))
+                queue.completions.append((id, waiting() ?? .body { _ in }))
                 return (true, commitSoon(&queue), false)
             }
             // After the commit of an earlier write of its session that waits, if any: what the
             // session shows stays in order.
             guard !queue.held.isEmpty, let holding = queue.held[id] else { return (false, false, false) }
+            let body = waiting() ?? .body { _ in }
             if holding == queue.queuedBatch {
                 queue.completions.append((id, body))
             } else {
@@ -210,11 +225,11 @@ package final class GroupCommitter: Sendable {
         if signal { wake.signal() }
         if isFull { observer.queueFull() }
         if refused {
-            completion?(.failed)
-            return true
+            (completion ?? waiting())?(.failed)
+            return (true, ticket)
         }
         if !waits { completion?(.committed) }
-        return waits
+        return (waits, ticket)
     }
 
     /// Runs `body` once everything queued so far is committed or has failed (at once with
@@ -326,7 +341,10 @@ package final class GroupCommitter: Sendable {
             observer.committed(writes.count, DispatchTime.now().uptimeNanoseconds &- started)
             if !stale.isEmpty { drop(stale, outcome: .overtaken, by: staleWriters) }
             let recovered = queue.withLock { queue -> Bool in
-                defer { queue.lastError = nil }
+                defer {
+                    queue.lastError = nil
+                    hasFailed.store(false, ordering: .releasing)
+                }
                 return queue.lastError != nil
             }
             if recovered { logger.notice("session store writable again; commits resume") }
@@ -337,6 +355,7 @@ package final class GroupCommitter: Sendable {
                 defer {
                     queue.lastError = error
                     queue.failedAt = DispatchTime.now().uptimeNanoseconds
+                    hasFailed.store(true, ordering: .releasing)
                 }
                 return queue.lastError == nil
             }
