@@ -8,7 +8,12 @@
 /// `history` table, all at once, when its oldest falls out of the window; their slots may then be
 /// written again. A folded row stays in its slot until then: the per-session table already holds
 /// it, and the session's `sessions` row, brought up to it by the fold, tells a reopened store so.
+/// Except a large row (over ``largeRowBytes``, a state of a few kilobytes): its session's fold
+/// deletes it, so the ring does not keep that many of them folded, and the journal's unfolded
+/// large rows are kept to a byte budget as well as to the window.
 struct HistoryJournal {
+    /// A row holding more bytes of versions than this is large.
+    static let largeRowBytes = 1_024
     /// The unfolded rows of each session, oldest first.
     private(set) var rows: [String: [Int64]] = [:]
     /// The newest version in each session's unfolded rows, and its last activity: newer than its
@@ -27,15 +32,22 @@ struct HistoryJournal {
     private(set) var lastRow: Int64 = 0
     /// The rows the table holds at most, each in slot `row % slots`.
     let slots: Int64
+    /// The unfolded large rows, with their bytes of versions, and those bytes together.
+    private(set) var largeRows: [Int64: Int] = [:]
+    private(set) var largeBytes = 0
 
     /// The journal of a table of `slots` slots whose unfolded rows are `existing`
     /// `(row, session, …)`, in order, and whose newest row, folded or not, is `lastRow`.
-    init(slots: Int64, rows existing: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = [], lastRow: Int64 = 0) {
+    init(
+        slots: Int64, rows existing: [(row: Int64, id: String, version: UInt64, lastActivity: Int64, bytes: Int)] = [],
+        lastRow: Int64 = 0
+    ) {
         self.slots = max(1, slots)
-        for (row, id, version, lastActivity) in existing {
+        for (row, id, version, lastActivity, bytes) in existing {
             if rows[id] == nil { oldest.append((row, id)) }
             rows[id, default: []].append(row)
             newest[id] = (version, lastActivity)
+            noteSize(of: row, bytes)
         }
         self.lastRow = max(lastRow, existing.last?.row ?? 0)
         foldedThrough = (existing.first?.row).map { $0 - 1 } ?? self.lastRow
@@ -53,19 +65,33 @@ struct HistoryJournal {
     }
 
     /// Numbers and records a new row of `id`, whose newest version is `version`, published at
-    /// `lastActivity`.
-    mutating func append(id: String, version: UInt64, lastActivity: Int64) -> Int64 {
+    /// `lastActivity`, holding `bytes` of versions.
+    mutating func append(id: String, version: UInt64, lastActivity: Int64, bytes: Int = 0) -> Int64 {
         lastRow += 1
         if rows[id] == nil { oldest.append((lastRow, id)) }
         rows[id, default: []].append(lastRow)
         newest[id] = (version, max(lastActivity, newest[id]?.lastActivity ?? 0))
+        noteSize(of: lastRow, bytes)
         return lastRow
+    }
+
+    private mutating func noteSize(of row: Int64, _ bytes: Int) {
+        guard bytes > Self.largeRowBytes else { return }
+        largeRows[row] = bytes
+        largeBytes += bytes
     }
 
     /// Whether `id` has unfolded rows published at `cutoff` or later: activity its `sessions`
     /// row does not show yet.
     func isActive(_ id: String, since cutoff: Int64) -> Bool {
         (newest[id]?.lastActivity ?? .min) >= cutoff
+    }
+
+    /// The oldest unfolded row, if any.
+    mutating func oldestUnfoldedRow() -> Int64? {
+        while head < oldest.count, rows[oldest[head].id]?.first != oldest[head].row { head += 1 }
+        compact()
+        return head < oldest.count ? oldest[head].row : nil
     }
 
     /// The sessions whose oldest unfolded row is at or before `row`, oldest first, each once.
@@ -85,6 +111,11 @@ struct HistoryJournal {
     /// Forgets the unfolded rows of `id` through `row` (folded into the history table), or all
     /// of them (the session deleted). Rows it gained since stay, with its newest version.
     mutating func forget(_ id: String, through row: Int64 = .max) {
+        if !largeRows.isEmpty {
+            for forgotten in rows[id] ?? [] where forgotten <= row {
+                if let bytes = largeRows.removeValue(forKey: forgotten) { largeBytes -= bytes }
+            }
+        }
         guard let remaining = rows[id]?.drop(while: { $0 <= row }), !remaining.isEmpty else {
             rows[id] = nil
             newest[id] = nil

@@ -47,13 +47,13 @@ extension SQLiteSessionStore {
     static func readJournal(_ connection: SQLiteConnection, slots: Int64) throws(SessionStoreError) -> HistoryJournal {
         let statement = try connection.statement(
             """
-            SELECT j.row, j.id, j.last_version, j.last_activity FROM journal j JOIN sessions s ON s.id = j.id
+            SELECT j.row, j.id, j.last_version, j.last_activity, length(j.versions) FROM journal j JOIN sessions s ON s.id = j.id
             WHERE j.last_version > s.version ORDER BY j.row
             """)
         defer { statement.reset() }
-        var rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = []
+        var rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64, bytes: Int)] = []
         while try statement.next() {
-            rows.append((statement.int64(0), statement.text(1), statement.uint64(2), statement.int64(3)))
+            rows.append((statement.int64(0), statement.text(1), statement.uint64(2), statement.int64(3), Int(statement.int64(4))))
         }
         let last = try connection.statement("SELECT coalesce(max(row), 0) FROM journal")
         defer { last.reset() }
@@ -130,7 +130,8 @@ extension SQLiteSessionStore {
                 }
                 exists[id] = true
                 try foldRowInTheWay(on: connection, settling: &settled, foldedThrough: &foldedThrough)
-                let row = journal.withLock { $0.append(id: id, version: version, lastActivity: lastActivity) }
+                let chunk = HistoryChunk(entries: entries).encoded()
+                let row = journal.withLock { $0.append(id: id, version: version, lastActivity: lastActivity, bytes: chunk.count) }
                 let append = try connection.statement(
                     """
                     INSERT OR REPLACE INTO journal(slot, row, id, first_version, last_version, versions, started_through,
@@ -142,7 +143,7 @@ extension SQLiteSessionStore {
                 append.bind(3, id)
                 append.bind(4, entries[0].version)
                 append.bind(5, version)
-                append.bind(6, blob: HistoryChunk(entries: entries).encoded())
+                append.bind(6, blob: chunk)
                 append.bind(7, startedThrough)
                 append.bind(8, lastActivity)
                 try append.run()
@@ -228,7 +229,11 @@ extension SQLiteSessionStore {
         settling settled: inout [(id: String, through: Int64)]
     ) throws(SessionStoreError) -> Int64? {
         let (cutoff, due) = journal.withLock { journal -> (Int64, [(id: String, rows: Int)]) in
-            let cutoff = journal.lastRow - Int64(journalWindow)
+            var cutoff = journal.lastRow - Int64(journalWindow)
+            // Large rows past their budget: the oldest sessions are due however young their rows.
+            if journal.largeBytes > journalWindow * HistoryJournal.largeRowBytes, let oldest = journal.oldestUnfoldedRow() {
+                cutoff = max(cutoff, oldest)
+            }
             guard cutoff > journal.foldedThrough else { return (0, []) }
             return (cutoff, journal.sessions(withRowsThrough: cutoff).map { ($0, journal.rows[$0]?.count ?? 0) })
         }
@@ -253,6 +258,8 @@ extension SQLiteSessionStore {
     /// `sessions` row up to the newest of them, and drops the history's chunks older than it
     /// keeps. The rows stay in their slots, folded: the `sessions` row now as new as them says so
     /// to a reopened store, which folds again, to the same keys, the rows of a fold a crash undid.
+    /// Large rows (``HistoryJournal/largeRowBytes``) are deleted instead: the ring keeps no
+    /// folded state of a few kilobytes in each of its slots.
     /// - Returns: the last row folded; nil for a deleted session, whose rows (if any are left)
     ///   are written over in time.
     private func fold(_ id: String, on connection: SQLiteConnection) throws(SessionStoreError) -> Int64? {
@@ -283,6 +290,16 @@ extension SQLiteSessionStore {
         }
         read.reset()
         guard let first, let newest, let lastRow = rows.last else { return rows.last }
+        let large = journal.withLock { journal in rows.filter { journal.largeRows[$0] != nil } }
+        if !large.isEmpty {
+            let delete = try connection.statement("DELETE FROM journal WHERE slot = ? AND row = ?")
+            for row in large {
+                delete.reset()
+                delete.bind(1, row % slots)
+                delete.bind(2, row)
+                try delete.run()
+            }
+        }
         let versions = Array(chunks.reversed().joined())
         try insertChunk(id: id, firstVersion: first, lastVersion: latest, versions: versions, on: connection)
         guard let state = HistoryChunk(decoding: newest.chunk)?.entries.last?.state else {

@@ -30,15 +30,32 @@ import Testing
     }
 
     @Test func aReopenedJournalFindsTheSameSessionsDue() {
-        let rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64)] = [
-            (7, "a", 1, 10), (8, "b", 1, 20), (9, "a", 2, 30), (10, "c", 1, 0),
+        let rows: [(row: Int64, id: String, version: UInt64, lastActivity: Int64, bytes: Int)] = [
+            (7, "a", 1, 10, 30), (8, "b", 1, 20, 2_000), (9, "a", 2, 30, 30), (10, "c", 1, 0, 30),
         ]
         var journal = HistoryJournal(slots: 16, rows: rows, lastRow: 12)
         #expect(journal.lastRow == 12, "the newest row, folded or not, numbers the next")
         #expect(journal.foldedThrough == 6)
+        #expect(journal.largeRows == [8: 2_000])
         #expect(journal.sessions(withRowsThrough: 9) == ["a", "b"])
         #expect(journal.newest["a"]?.version == 2)
         #expect(journal.append(id: "b", version: 2, lastActivity: 5) == 13)
+    }
+
+    @Test func largeRowsAreCountedUntilTheirSessionIsFolded() {
+        var journal = HistoryJournal(slots: 1024)
+        _ = journal.append(id: "a", version: 1, lastActivity: 0, bytes: HistoryJournal.largeRowBytes)
+        _ = journal.append(id: "a", version: 2, lastActivity: 0, bytes: 5_000)
+        _ = journal.append(id: "b", version: 1, lastActivity: 0, bytes: 3_000)
+        _ = journal.append(id: "a", version: 3, lastActivity: 0, bytes: 4_000)
+        #expect(journal.largeRows == [2: 5_000, 3: 3_000, 4: 4_000], "a row of exactly the limit is not large")
+        #expect(journal.largeBytes == 12_000)
+        journal.forget("a", through: 2)
+        #expect(journal.largeBytes == 7_000)
+        journal.forget("a")
+        journal.forget("b")
+        #expect(journal.largeRows.isEmpty)
+        #expect(journal.largeBytes == 0)
     }
 
     @Test func aJournalWithNothingUnfoldedHasAllItsSlotsFree() {

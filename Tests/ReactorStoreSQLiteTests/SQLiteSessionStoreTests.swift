@@ -477,6 +477,46 @@ import Testing
         for id in ids { try expectHistory(of: id, through: 12, capacity: 4, in: reopened) }
     }
 
+    @Test func largeStatesLeaveTheJournalWhenFoldedAndAreFoldedOnceTheirBytesPassTheBudget() throws {
+        // Window 16: 32 slots, and 16 KiB of unfolded large rows at most, which two sessions'
+        // 6 KB states pass after two commits, long before their rows fill the window.
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 16)
+        let ids = ["a", "b"]
+        _ = try store.commit(ids.map { .create(id: $0, type: "t", state: bytes("0"), lastActivity: 0) })
+        func state(_ id: String, _ version: UInt64) -> [UInt8] {
+            version == 0 ? bytes("0") : bytes("\(id)\(version)" + String(repeating: "x", count: 6_000))
+        }
+        for version in 1...12 as ClosedRange<UInt64> {
+            _ = try store.commit(
+                ids.map { id in
+                    .version(
+                        id: id, version: version, state: state(id, version), startedThrough: version, producedBy: version,
+                        lastActivity: Int64(version))
+                })
+            let (largeBytes, unfoldedLarge) = store.journal.withLock { ($0.largeBytes, $0.largeRows.count) }
+            // The budget, and at most one commit's rows beyond it.
+            #expect(largeBytes <= 16 * 1_024 + 2 * 6_100)
+            // Every large row the table still holds is an unfolded one.
+            #expect(try largeJournalRows() == unfoldedLarge)
+            for id in ids {
+                let loaded = try #require(try store.load(id: id))
+                #expect(loaded.version == version)
+                let kept = (version > 3 ? version - 3 : 0)...version
+                #expect(loaded.history.map(\.version) == Array(kept))
+                #expect(loaded.history.map(\.state) == kept.map { state(id, $0) })
+            }
+        }
+    }
+
+    /// The journal rows over ``HistoryJournal/largeRowBytes``, read from the file.
+    private func largeJournalRows() throws -> Int {
+        let statement = try SQLiteConnection(path: path(), create: false).statement(
+            "SELECT count(*) FROM journal WHERE length(versions) > \(HistoryJournal.largeRowBytes)")
+        defer { statement.reset() }
+        _ = try statement.next()
+        return Int(statement.int64(0))
+    }
+
     @Test func aJournalKeepsTheSlotsItWasMadeWithAndAWiderWindowIsCutToHalfOfThem() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 4, journalWindow: 3)
