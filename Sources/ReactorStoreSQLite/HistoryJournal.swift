@@ -6,9 +6,9 @@
 /// folded long before, so a commit rewrites the page or two its rows land on and allocates and
 /// frees none (no free-list pages, no page 1 in its log). A session's rows are folded into the
 /// `history` table, all at once, when its oldest falls out of the window; their slots may then be
-/// written again. A folded row stays in its slot until then: the per-session table already holds
-/// it, and the session's `sessions` row, brought up to it by the fold, tells a reopened store so.
-/// Except a large row (over ``largeRowBytes``, a state of a few kilobytes): its session's fold
+/// written again. A folded row stays in its slot until it is written over: the per-session table
+/// already holds it, and the session's `sessions` row, brought up to it by the fold, tells a
+/// reopened store so. Except a large row (over ``largeRowBytes``, a state of a few kilobytes): its session's fold
 /// deletes it, so the ring does not keep that many of them folded, and the journal's unfolded
 /// large rows are kept to a byte budget as well as to the window.
 struct HistoryJournal {
@@ -17,11 +17,11 @@ struct HistoryJournal {
     /// The unfolded rows of each session, oldest first.
     private(set) var rows: [String: [Int64]] = [:]
     /// The newest version in each session's unfolded rows, and its last activity: newer than its
-    /// `sessions` row, which is written when its rows are folded (0 for rows a build before
-    /// that wrote, whose `sessions` row is as new).
+    /// `sessions` row, which is written when its rows are folded.
     private(set) var newest: [String: (version: UInt64, lastActivity: Int64)] = [:]
     /// Each session's oldest unfolded row as `(row, session)`, oldest first, from `head`: one
-    /// entry each time a session gains rows after having none. Entries of sessions folded or
+    /// entry each time a session gains rows after having none, or keeps rows a fold did not take
+    /// (``forget(_:through:)``). Entries of sessions folded or
     /// deleted since are skipped when reached, so finding the sessions due to be folded reads
     /// only those, not every row of the window.
     private var oldest: [(row: Int64, id: String)] = []
