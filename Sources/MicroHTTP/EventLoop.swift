@@ -97,7 +97,7 @@ final class EventLoop: Sendable {
                 throw .eventLoopFailed(error)
             }
         }
-        let started = try startJoinableThread { [self] in run() }
+        let started = try startJoinableThread(named: "rs-http") { [self] in run() }
         thread.withLock { $0 = started }
     }
 
@@ -182,8 +182,8 @@ struct DaemonPointer: @unchecked Sendable {
 }
 
 /// Starts a joinable thread running `body`.
-private func startJoinableThread(_ body: @escaping @Sendable () -> Void) throws(HTTPServerError) -> pthread_t {
+private func startJoinableThread(named name: String, _ body: @escaping @Sendable () -> Void) throws(HTTPServerError) -> pthread_t {
     var error: Int32 = 0
-    guard let thread = startThread(body, error: &error) else { throw .eventLoopFailed(error) }
+    guard let thread = startThread(named: name, body, error: &error) else { throw .eventLoopFailed(error) }
     return thread
 }

@@ -169,6 +169,7 @@ final class LeaseKeeper: Sendable {
         var error: Int32 = 0
         guard
             let thread = startThread(
+                named: "rs-leases",
                 { [stopping, stopped] in
                     while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
                     stopped.signal()

@@ -44,7 +44,7 @@ final class WALCheckpointer: Sendable {
         self.connection = Locked(connection)
         thread = Locked(nil)
         var error: Int32 = 0
-        guard let started = startThread({ [self] in run() }, error: &error) else {
+        guard let started = startThread(named: "rs-checkpoint", { [self] in run() }, error: &error) else {
             throw SessionStoreError(.unavailable, "could not start the session store's checkpoint thread (error \(error))")
         }
         thread.withLock { $0 = started }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Locking
 import ReactorCore
 import Synchronization
@@ -234,5 +235,30 @@ private func eventually(_ condition: () -> Bool) async throws {
         await settled(reactor, reactor.send(.add(1)))
         pool.shutdown()
         try await eventually { pool.threadCount == 0 }
+    }
+}
+
+/// The package's threads carry names of their own, which `top -H`, `perf` and the benchmarks'
+/// CPU split by thread read from `/proc/PID/task/*/comm`.
+@Suite struct ThreadNameTests {
+    @Test func aThreadStartedWithANameCarriesItCutTo15Bytes() throws {
+        #if os(Linux)
+            let names = Locked<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            for name in ["rs-test", "rs-a-much-longer-name"] {
+                var error: Int32 = 0
+                let thread = try #require(
+                    startThread(
+                        named: name,
+                        {
+                            let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                            names.withLock { $0.append(comm.trimmingCharacters(in: .newlines)) }
+                            done.signal()
+                        }, error: &error))
+                done.wait()
+                pthread_join(thread, nil)
+            }
+            #expect(names.withLock { $0 } == ["rs-test", "rs-a-much-longe"])
+        #endif
     }
 }

@@ -23,6 +23,7 @@ final class IdleSweeper: Sendable {
         let seconds = period.timeInterval
         var error: Int32 = 0
         let started = startThread(
+            named: "rs-idle-sweep",
             {
                 var count = 0
                 while stopRequested.wait(timeout: .now() + seconds) == .timedOut {

@@ -111,7 +111,7 @@ package final class GroupCommitter: Sendable {
         self.staleWriters = staleWriters
         self.failedInstances = failedInstances
         var error: Int32 = 0
-        guard let thread = startThread({ [self] in run() }, error: &error) else {
+        guard let thread = startThread(named: "rs-commit", { [self] in run() }, error: &error) else {
             fatalError("could not start the session store's commit thread (error \(error))")
         }
         pthread_detach(thread)

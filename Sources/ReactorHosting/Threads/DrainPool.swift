@@ -146,7 +146,7 @@ final class DrainPoolCore: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
         if let watchdogInterval {
             let interval = max(watchdogInterval, .milliseconds(1))
-            startThread { [self] in watch(every: interval) }
+            startThread(named: "rs-watchdog") { [self] in watch(every: interval) }
         }
     }
 
@@ -156,7 +156,7 @@ final class DrainPoolCore: @unchecked Sendable {
         state.workers.append(worker)
         // The record is only touched with the lock held (see the class comment).
         nonisolated(unsafe) let record = worker
-        startThread { [self] in work(record) }
+        startThread(named: "rs-reactor") { [self] in work(record) }
     }
 
     func enqueue(_ turn: any ExecutorTurn) {
@@ -283,9 +283,9 @@ final class DrainPoolCore: @unchecked Sendable {
 }
 
 /// Starts a detached thread running `body`.
-private func startThread(_ body: @escaping () -> Void) {
+private func startThread(named name: String, _ body: @escaping () -> Void) {
     var error: Int32 = 0
-    guard let thread = Locking.startThread(body, error: &error) else {
+    guard let thread = Locking.startThread(named: name, body, error: &error) else {
         preconditionFailure("could not start a thread: error \(error)")
     }
     pthread_detach(thread)
