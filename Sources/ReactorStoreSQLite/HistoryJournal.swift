@@ -8,9 +8,9 @@
 /// `history` table, all at once, when its oldest falls out of the window; their slots may then be
 /// written again. A folded row stays in its slot until it is written over: the per-session table
 /// already holds it, and the session's `sessions` row, brought up to it by the fold, tells a
-/// reopened store so. Except a large row (over ``largeRowBytes``, a state of a few kilobytes): its session's fold
-/// deletes it, so the ring does not keep that many of them folded, and the journal's unfolded
-/// large rows are kept to a byte budget as well as to the window.
+/// reopened store so. Except a large row (over ``largeRowBytes``, a state of a few kilobytes):
+/// its session's fold deletes it, so the ring does not keep that many of them folded, and the
+/// journal's unfolded large rows are kept to a byte budget as well as to the window.
 struct HistoryJournal {
     /// A row holding more bytes of versions than this is large.
     static let largeRowBytes = 1_024
@@ -89,15 +89,13 @@ struct HistoryJournal {
 
     /// The oldest unfolded row, if any.
     mutating func oldestUnfoldedRow() -> Int64? {
-        while head < oldest.count, rows[oldest[head].id]?.first != oldest[head].row { head += 1 }
-        compact()
+        skipStaleEntries()
         return head < oldest.count ? oldest[head].row : nil
     }
 
     /// The sessions whose oldest unfolded row is at or before `row`, oldest first, each once.
     mutating func sessions(withRowsThrough row: Int64) -> [String] {
-        while head < oldest.count, rows[oldest[head].id]?.first != oldest[head].row { head += 1 }
-        compact()
+        skipStaleEntries()
         var ids: [String] = []
         var index = head
         while index < oldest.count, oldest[index].row <= row {
@@ -132,6 +130,12 @@ struct HistoryJournal {
     /// Records that every row through `row` is folded (each session with a row there was).
     mutating func folded(through row: Int64) {
         foldedThrough = max(foldedThrough, row)
+    }
+
+    /// Moves `head` past the entries of sessions folded or deleted since, then compacts.
+    private mutating func skipStaleEntries() {
+        while head < oldest.count, rows[oldest[head].id]?.first != oldest[head].row { head += 1 }
+        compact()
     }
 
     /// Drops the entries before `head` once they are most of the list.

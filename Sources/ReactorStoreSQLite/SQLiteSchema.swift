@@ -68,9 +68,10 @@ enum SQLiteSchema {
         let recorded = try writer.statement("SELECT value FROM meta WHERE key = 'journal_slots'")
         let found = try recorded.next() ? Int64(recorded.text(0)) : nil
         recorded.reset()
-        if let found, found > 0, try hasColumn("slot", of: "journal", on: writer) { return found }
+        let isRing = try hasColumn("slot", of: "journal", on: writer)
+        if let found, found > 0, isRing { return found }
         var slots = 2 * Int64(max(1, journalWindow))
-        if try !hasColumn("slot", of: "journal", on: writer) {
+        if !isRing {
             let count = try writer.statement("SELECT count(*) FROM journal WHERE started_through IS NOT NULL")
             _ = try count.next()
             slots = max(slots, 2 * count.int64(0))

@@ -284,22 +284,14 @@ extension SQLiteSessionStore {
                 latest = read.uint64(1)
                 newest = (chunk, read.uint64(3), read.int64(4))
             }
-            first = read.uint64(0)
+            let rowFirst = read.uint64(0)
+            first = rowFirst
             chunks.append(chunk)
-            if latest - first! + 1 >= UInt64(historyCapacity) { break }
+            if latest - rowFirst + 1 >= UInt64(historyCapacity) { break }
         }
         read.reset()
         guard let first, let newest, let lastRow = rows.last else { return rows.last }
-        let large = journal.withLock { journal in rows.filter { journal.largeRows[$0] != nil } }
-        if !large.isEmpty {
-            let delete = try connection.statement("DELETE FROM journal WHERE slot = ? AND row = ?")
-            for row in large {
-                delete.reset()
-                delete.bind(1, row % slots)
-                delete.bind(2, row)
-                try delete.run()
-            }
-        }
+        try deleteJournalRows(journal.withLock { journal in rows.filter { journal.largeRows[$0] != nil } }, on: connection)
         let versions = Array(chunks.reversed().joined())
         try insertChunk(id: id, firstVersion: first, lastVersion: latest, versions: versions, on: connection)
         guard let state = HistoryChunk(decoding: newest.chunk)?.entries.last?.state else {
@@ -347,13 +339,19 @@ extension SQLiteSessionStore {
             statement.bind(1, id)
             try statement.run()
         }
-        let rows = try connection.statement("DELETE FROM journal WHERE slot = ? AND row = ?")
-        let (unfolded, slots) = journal.withLock { ($0.rows[id] ?? [], $0.slots) }
-        for row in unfolded {
-            rows.reset()
-            rows.bind(1, row % slots)
-            rows.bind(2, row)
-            try rows.run()
+        try deleteJournalRows(journal.withLock { $0.rows[id] ?? [] }, on: connection)
+    }
+
+    /// Deletes these rows of the journal from their slots.
+    private func deleteJournalRows(_ rows: [Int64], on connection: SQLiteConnection) throws(SessionStoreError) {
+        guard !rows.isEmpty else { return }
+        let slots = journal.withLock { $0.slots }
+        let delete = try connection.statement("DELETE FROM journal WHERE slot = ? AND row = ?")
+        for row in rows {
+            delete.reset()
+            delete.bind(1, row % slots)
+            delete.bind(2, row)
+            try delete.run()
         }
     }
 
