@@ -99,6 +99,14 @@ extension Reactor {
         _ = runtime.registerErrorObserver(observer, finish: nil)
     }
 
+    /// Tells `observer` of every action from now on as it settles (see ``whenSettled(_:_:)``),
+    /// with its sequence, on the thread that settled it, until ``dispose()``: for code hosting many
+    /// reactors, one observer instead of a callback per action. An action cut off by
+    /// ``dispose()`` does not settle. A later call replaces the observer.
+    package func observeSettlementsUntilDisposed(_ observer: @escaping @Sendable (_ sequence: UInt64) -> Void) {
+        runtime.observeSettlements(observer)
+    }
+
     /// Mutation errors from now on, as a stream; it finishes when the reactor is disposed.
     public var errors: AsyncStream<MutationFailure> {
         let (stream, continuation) = AsyncStream.makeStream(of: MutationFailure.self)

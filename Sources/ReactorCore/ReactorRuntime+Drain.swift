@@ -163,24 +163,34 @@ extension ReactorRuntime {
             }
             var observers = keepingObservers ? shared.observers : []
             swap(&observers, &engine.observers)
-            return Synced(due: shared.markProcessed(through: engine.processedThrough), formerObservers: observers)
+            let previous = shared.processedThrough
+            let due = shared.markProcessed(through: engine.processedThrough)
+            return Synced(due: due, settled: shared.settledSince(previous), formerObservers: observers)
         }
 
         /// What `sync` hands back, to be used once the lock is released.
         @usableFromInline struct Synced {
             /// Settle callbacks now due.
             @usableFromInline let due: [@Sendable () -> Void]
+            /// The actions that settled, for the settle observer.
+            @usableFromInline let settled: SettledActions?
             /// The observers the engine held before. Released with this value, after the lock:
             /// letting go of an observer can run code that takes the lock (a token its closure
             /// owned, cancelling itself).
             @usableFromInline let formerObservers: [(id: UInt64, observer: StateObserver)]
 
-            @inlinable init(due: [@Sendable () -> Void], formerObservers: [(id: UInt64, observer: StateObserver)]) {
+            @inlinable init(
+                due: [@Sendable () -> Void], settled: SettledActions?, formerObservers: [(id: UInt64, observer: StateObserver)]
+            ) {
                 self.due = due
+                self.settled = settled
                 self.formerObservers = formerObservers
             }
 
+            /// Tells the settle observer, then runs the settle callbacks: a host that records
+            /// settled actions has, when a callback runs, heard of its action.
             @inlinable func runCallbacks() {
+                settled?.tell()
                 for callback in due { callback() }
             }
         }

@@ -50,6 +50,8 @@ extension ReactorRuntime {
         @usableFromInline var isStalled = false
         @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
         @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
+        /// Told of every action that settles (see `Reactor.observeSettlementsUntilDisposed`).
+        @usableFromInline var settleObserver: (@Sendable (_ sequence: UInt64) -> Void)?
         /// Callbacks waiting for an action to be applied (see `ReactorRuntime.whenProcessed`),
         /// in ascending order of their sequence. Next to `settleCallbacks`: every action's
         /// `markProcessed` reads both, from one cache line.
@@ -126,13 +128,23 @@ extension ReactorRuntime {
             return due
         }
 
-        /// Forgets a task; returns the settle callbacks of its action if that is now settled.
-        @usableFromInline mutating func removeTask(_ taskID: UInt64) -> [@Sendable () -> Void] {
-            guard let record = tasks.removeValue(forKey: taskID), let sequence = record.sequence else { return [] }
+        /// The actions of `previous + 1 ... processedThrough` that settled as they were applied,
+        /// for the settle observer, if there is one: called once `processedThrough` has moved
+        /// past `previous`. The rest settle later, in ``removeTask(_:)``.
+        @inlinable func settledSince(_ previous: UInt64) -> SettledActions? {
+            guard let settleObserver, processedThrough > previous else { return nil }
+            return SettledActions(observer: settleObserver, sequences: (previous + 1)...processedThrough, waiting: unsettled)
+        }
+
+        /// Forgets a task; returns the settle callbacks of its action if that is now settled, and
+        /// the action for the settle observer.
+        @usableFromInline mutating func removeTask(_ taskID: UInt64) -> (callbacks: [@Sendable () -> Void], settled: SettledActions?) {
+            guard let record = tasks.removeValue(forKey: taskID), let sequence = record.sequence else { return ([], nil) }
             let remaining = (unsettled[sequence] ?? 1) - 1
             unsettled[sequence] = remaining > 0 ? remaining : nil
-            guard isSettled(sequence), let callbacks = settleCallbacks.removeValue(forKey: sequence) else { return [] }
-            return callbacks
+            guard isSettled(sequence) else { return ([], nil) }
+            let settled = settleObserver.map { SettledActions(observer: $0, sequences: sequence...sequence, waiting: [:]) }
+            return (settleCallbacks.removeValue(forKey: sequence) ?? [], settled)
         }
 
         /// Marks the runtime disposed and hands back everything that must be cancelled or finished,
@@ -157,8 +169,34 @@ extension ReactorRuntime {
             scopes.removeAll()
             unsettled.removeAll()
             settleCallbacks.removeAll()
+            settleObserver = nil
             processedCallbacks.removeAll()
             return released
+        }
+    }
+
+    /// Actions that settled, for the settle observer: handed out of the lock, told there.
+    @usableFromInline struct SettledActions: Sendable {
+        @usableFromInline let observer: @Sendable (_ sequence: UInt64) -> Void
+        @usableFromInline let sequences: ClosedRange<UInt64>
+        /// The actions still waiting for a task when `sequences` were applied (a copy of
+        /// `SharedState.unsettled`, shared until either changes): they settle later.
+        @usableFromInline let waiting: [UInt64: Int]
+
+        @inlinable init(observer: @escaping @Sendable (_ sequence: UInt64) -> Void, sequences: ClosedRange<UInt64>, waiting: [UInt64: Int])
+        {
+            self.observer = observer
+            self.sequences = sequences
+            self.waiting = waiting
+        }
+
+        /// Tells the observer of each settled action, in order.
+        @inlinable func tell() {
+            if waiting.isEmpty {
+                for sequence in sequences { observer(sequence) }
+            } else {
+                for sequence in sequences where waiting[sequence] == nil { observer(sequence) }
+            }
         }
     }
 

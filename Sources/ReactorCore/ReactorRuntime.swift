@@ -224,6 +224,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     ) -> ActionReceipt? {
         ensureStarted(reactor)
         let engine = self.engine!
+        var settled: SettledActions?
         let accepted = shared.withLock { shared -> (UInt64, Drainer)? in
             // Hosts hear of a disposed runtime too, so that a receipt always means a live one took
             // the action.
@@ -234,7 +235,9 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             whenAccepted(sequence, sequence &- shared.processedThrough &- 1)
             if shared.isStubEnabled {
                 shared.stubActions.append(action)
+                let previous = shared.processedThrough
                 shared.enqueueOrMarkProcessed(.skipped(sequence: sequence), sequence: sequence)
+                settled = shared.settledSince(previous)
                 return (sequence, .none)
             }
             if shared.isDraining || !shared.pending.isEmpty {
@@ -251,6 +254,7 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
             return (sequence, .caller)
         }
         guard let (sequence, drainer) = accepted else { return nil }
+        settled?.tell()
         if case .caller = drainer {
             // The action was not queued: apply it first, then whatever queued up meanwhile.
             _ = drainSpecialized(self, reactor, (action, sequence), .max)
@@ -511,9 +515,17 @@ public final class ReactorRuntime<R: Reactor>: Sendable {
     }
 
     @usableFromInline func finishTask(_ taskID: UInt64, failure: MutationFailure?) {
-        let callbacks = shared.withLock { $0.removeTask(taskID) }
+        let (callbacks, settled) = shared.withLock { $0.removeTask(taskID) }
         if let failure { report(failure) }
+        settled?.tell()
         for callback in callbacks { callback() }
+    }
+
+    /// Registers the settle observer (see `Reactor.observeSettlementsUntilDisposed`).
+    @usableFromInline func observeSettlements(_ observer: @escaping @Sendable (_ sequence: UInt64) -> Void) {
+        shared.withLock { shared in
+            if !shared.isDisposed { shared.settleObserver = observer }
+        }
     }
 
     // MARK: - Restoring

@@ -77,6 +77,35 @@ import Testing
         #expect(await iterator.next() == nil)
     }
 
+    @Test func settleObserverHearsEachActionOnceWhenItSettles() async {
+        let clock = TestClock()
+        let reactor = ProbeReactor(clock: clock)
+        let heard = Locked<[UInt64]>([])
+        reactor.observeSettlementsUntilDisposed { sequence in heard.withLock { $0.append(sequence) } }
+        reactor.send(.add(1))
+        let waiting = reactor.send(.wait)
+        await clock.waitForSleepers(1)
+        reactor.send(.add(2))
+        #expect(heard.withLock { $0 } == [1, 3])  // the waiting action has not settled
+        clock.advance(by: .seconds(60))
+        await reactor.settled(waiting)
+        #expect(heard.withLock { $0 } == [1, 3, 2])
+        #expect(reactor.currentState.total == 4)
+
+        // Stubbed actions settle as they are recorded.
+        reactor.isStubEnabled = true
+        reactor.send(.add(5))
+        #expect(heard.withLock { $0 } == [1, 3, 2, 4])
+        reactor.isStubEnabled = false
+
+        // Disposing cuts an action off: it never settles.
+        reactor.send(.wait)
+        await clock.waitForSleepers(1)
+        reactor.dispose()
+        reactor.send(.add(1))
+        #expect(heard.withLock { $0 } == [1, 3, 2, 4])
+    }
+
     @Test func whenSettledWaitsForAsynchronousMutations() async {
         let clock = TestClock()
         let reactor = CounterReactor(delay: .milliseconds(500), clock: clock)

@@ -243,6 +243,15 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             timeline.broadcast(event: context.errorEvent(failure))
         }
         if let restored { resume(restored) }
+        // After `resume`, whose actions settle through `settleWhenDone`: a renumbered one's new
+        // record is queued after it was sent, and must not be settled ahead of it.
+        if let committer = context.committer {
+            let id = self.id
+            let queuedWrites = self.queuedWrites
+            reactor.observeSettlementsUntilDisposed { sequence in
+                committer.enqueue(.settle(id: id, seq: sequence), of: queuedWrites)
+            }
+        }
     }
 
     /// Reports and hands to the recovery hook the actions cut off mid-flight, and sends again
@@ -375,8 +384,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         timeline.record(ActionRecord(seq: receipt.sequence, json: actionJSON, acceptedAt: acceptedAt))
         // Taken by a live reactor: stored even if the instance leaves memory now. Its next
         // activation applies it once (it had not started) or hands it to the recovery hook (it
-        // was cut off), so it is never applied twice by a retry.
-        settleWhenDone(receipt)
+        // was cut off), so it is never applied twice by a retry. Its record is dropped once it
+        // settles (the settle observer set up in `init`).
         if let traces, trace != nil {
             reactor.whenSettled(receipt) { traces.settled(sequence: receipt.sequence) }
         }
@@ -388,7 +397,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         try ActionDecoding.decode(R.Action.self, from: actionJSON, rawValue: rawValueDecoder)
     }
 
-    /// Drops the action's record from the store once it has settled.
+    /// Drops the action's record from the store once it has settled: for an action sent again
+    /// after a restart, before the settle observer is registered (a later one settles it twice,
+    /// which drops nothing more).
     private func settleWhenDone(_ receipt: ActionReceipt) {
         guard let committer = context.committer else { return }
         let id = self.id
