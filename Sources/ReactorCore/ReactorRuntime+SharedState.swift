@@ -50,12 +50,13 @@ extension ReactorRuntime {
         @usableFromInline var isStalled = false
         @usableFromInline var observers: [(id: UInt64, observer: StateObserver)] = []
         @usableFromInline var settleCallbacks: [UInt64: [@Sendable () -> Void]] = [:]
-        /// Told of every action that settles (see `Reactor.observeSettlementsUntilDisposed`).
-        @usableFromInline var settleObserver: (@Sendable (_ sequence: UInt64) -> Void)?
         /// Callbacks waiting for an action to be applied (see `ReactorRuntime.whenProcessed`),
         /// in ascending order of their sequence. Next to `settleCallbacks`: every action's
         /// `markProcessed` reads both, from one cache line.
         @usableFromInline var processedCallbacks: [(sequence: UInt64, body: @Sendable () -> Void)] = []
+        /// Told of every action that settles (see `Reactor.observeSettlementsUntilDisposed`); read
+        /// by every action's sync, after the two above.
+        @usableFromInline var settleObserver: (@Sendable (_ sequence: UInt64) -> Void)?
         @usableFromInline var current: StateUpdate<R.State>?
         @usableFromInline var waitingObservers: [UInt64: StateObserver] = [:]
         @usableFromInline var errorObservers: [(id: UInt64, observer: ErrorObserver)] = []
