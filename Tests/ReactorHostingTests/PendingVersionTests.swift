@@ -6,7 +6,8 @@ import Testing
 /// Which writes a batch keeps: a session's last version always; the ones before it while the
 /// session has readers, or while the action that produced them has not settled (a restart counts
 /// them for the recovery hook); the rest are left out, and never encoded. An action accepted and
-/// settled in the batch is not written, unless it carries an idempotency key.
+/// settled in the batch is not written, unless it carries an idempotency key. With async
+/// durability, the record of an action in flight may wait for the next batch.
 @Suite struct PendingVersionTests {
     private let encoded = Locked<[UInt64]>([])
 
@@ -122,6 +123,64 @@ import Testing
         batch.append(.ready(.settle(id: "a", seq: 1)), of: session)
         #expect(kept(batch.taken()) == ["b1"])
         #expect(batch.taken().count == 1)
+    }
+
+    private func accept(_ seq: UInt64, key: RememberedKey? = nil) -> QueuedWrite {
+        .ready(.accept(id: "a", seq: seq, action: [], key: key))
+    }
+
+    private func records(_ writes: [SessionWrite]) -> [UInt64] {
+        writes.compactMap { write in
+            guard case .accept(_, let seq, _, _) = write else { return nil }
+            return seq
+        }
+    }
+
+    @Test func aRecentRecordOfAnActionInFlightWaitsForTheNextBatchAndIsNeverWrittenOnceItSettlesThere() {
+        let session = QueuedSession()
+        var first = QueuedBatch(number: 1)
+        first.append(accept(1), of: session, carryableSince: 100)
+        first.append(version(1, producedBy: 1), of: session)
+        first.append(.ready(.settle(id: "a", seq: 1)), of: session)
+        first.append(accept(2), of: session, carryableSince: 200)
+        first.append(accept(3), of: session, carryableSince: 300)
+        var second = QueuedBatch(number: 2)
+        #expect(first.carryOver(queuedSince: 150, into: &second) == 200, "when the oldest record carried was queued")
+        #expect(records(first.taken()) == [], "actions 2 and 3 wait")
+        #expect(kept(first.taken()) == ["a1"])
+        second.append(version(2, producedBy: 2), of: session)
+        second.append(.ready(.settle(id: "a", seq: 2)), of: session)
+        #expect(records(second.taken()) == [3], "action 2 settled in the batch it waited for; action 3 is still in flight")
+        #expect(kept(second.taken()) == ["a2"])
+    }
+
+    @Test func aRecordIsWrittenInItsOwnBatchWhenItsActionProducedAVersionThereOrItMustNotWait() {
+        let session = QueuedSession()
+        var first = QueuedBatch(number: 1)
+        first.append(accept(1), of: session, carryableSince: 100)
+        first.append(version(1, producedBy: 1), of: session)
+        first.append(accept(2), of: session, carryableSince: 50)
+        first.append(accept(3), of: session)
+        first.append(accept(4, key: RememberedKey(key: "k", seq: 4, digest: 7)), of: session, carryableSince: 100)
+        first.append(accept(5), of: session, carryableSince: 100)
+        first.append(version(2, producedBy: 1), of: session)
+        first.append(version(3, producedBy: 5), of: session)
+        var second = QueuedBatch(number: 2)
+        #expect(first.carryOver(queuedSince: 80, into: &second) == nil)
+        // 1 and 5 produced versions the batch keeps, 2 is older than the bound, 3 was not
+        // acknowledged at once, and 4's idempotency key is kept by the store.
+        #expect(records(first.taken()) == [1, 2, 3, 4, 5])
+        #expect(second.taken().isEmpty)
+    }
+
+    @Test func aBatchWithAWriteQueuedWithoutItsSessionCarriesNothingOver() {
+        var first = QueuedBatch(number: 1)
+        first.append(accept(1), of: QueuedSession(), carryableSince: 100)
+        first.append(.ready(.release(id: "a")), of: nil)
+        var second = QueuedBatch(number: 2)
+        #expect(first.carryOver(queuedSince: 0, into: &second) == nil)
+        #expect(records(first.taken()) == [1], "the release must not be committed before the record")
+        #expect(second.isEmpty)
     }
 
     @Test func aKeptVersionIsEncodedOnceAndItsBytesAreWhatIsShown() throws {

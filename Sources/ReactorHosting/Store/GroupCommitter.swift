@@ -29,7 +29,10 @@ public enum Durability: Sendable, Equatable {
 /// ``Durability/async`` completions run at once and the thread commits every flush interval,
 /// except for a write that must reach the store before its session shows more
 /// (``enqueueHeld(_:)``) and those queued past ``queuedAheadLimit``: they wait for their commit,
-/// and the session's writes queued meanwhile wait with them.
+/// and the session's writes queued meanwhile wait with them. With ``Durability/async`` the record
+/// of an action in flight when a batch is taken, queued in the last quarter of the interval, may
+/// wait for the next batch (``QueuedBatch``), which is then taken that much sooner: no write waits
+/// longer than before, and most such actions settle meanwhile, so their records are never written.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
@@ -187,6 +190,10 @@ package final class GroupCommitter: Sendable {
         let isSync = self.isSync
         var isFull = false
         var ticket: CommitTicket?
+        // With async, an action's record acknowledged at once may wait for the batch after the
+        // one it is queued in (see `QueuedBatch.carryOver`): when, to bound how long.
+        let queuedAt: UInt64? =
+            if !isSync, !awaitingCommit, case .ready(.accept) = write { DispatchTime.now().uptimeNanoseconds } else { nil }
         /// The completion to keep for a write that waits.
         func waiting() -> CommitCompletion? {
             if let completion { return completion }
@@ -198,7 +205,9 @@ package final class GroupCommitter: Sendable {
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
             if queue.fenced.contains(id) { return (true, false, true) }
-            queue.writes.append(write, of: session)
+            let isCarryable =
+                queuedAt != nil && queue.writes.count < Self.queuedAheadLimit && (queue.held.isEmpty || queue.held[id] == nil)
+            queue.writes.append(write, of: session, carryableSince: isCarryable ? queuedAt : nil)
             if isSync {
                 guard awaitingCommit else { return (false, false, false) }
                 if let completion = waiting() { queue.completions.append((id, completion)) }
@@ -281,19 +290,37 @@ package final class GroupCommitter: Sendable {
     }
 
     private func run() {
+        /// With async: when the oldest record carried over into the queued batch was queued, and
+        /// when that batch's predecessor was taken.
+        var carried: (since: UInt64, takenAt: UInt64)?
         while true {
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
-                _ = wake.wait(timeout: .now() + interval.timeInterval)
+                // A carried record waits no longer in all than one queued just after a take.
+                let waited = carried.map { $0.takenAt &- $0.since } ?? 0
+                let wait = interval.nanoseconds &- min(waited, interval.nanoseconds)
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait)))
             }
-            let (queued, completions, afterCommit, stopping, batch) = queue.withLock { queue in
-                let taken = (queue.writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch)
-                queue.writes = QueuedBatch(number: queue.queuedBatch + 1)
+            let takenAt = DispatchTime.now().uptimeNanoseconds
+            let (queued, completions, afterCommit, stopping, batch, carriedSince) = queue.withLock { queue in
+                var next = QueuedBatch(number: queue.queuedBatch + 1)
+                var writes = queue.writes
+                var carriedSince: UInt64?
+                // Only from a batch that nothing waits on as a whole: its records of actions in
+                // flight, queued in the last quarter of the interval, may wait for the next one.
+                if case .async(let interval) = durability, !queue.isStopping, queue.completions.isEmpty,
+                    queue.afterCommit.isEmpty
+                {
+                    carriedSince = writes.carryOver(queuedSince: takenAt &- interval.nanoseconds / 4, into: &next)
+                }
+                let taken = (writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch, carriedSince)
+                queue.writes = next
                 queue.completions = []
                 queue.afterCommit = []
                 queue.commitSoon = false
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
+            carried = carriedSince.map { ($0, takenAt) }
             if queued.isEmpty && completions.isEmpty && afterCommit.isEmpty {
                 if !isSync { settleHeld(through: batch, outcome: (true, [])) }
                 if stopping { break }

@@ -8,11 +8,21 @@
 ///   ``PendingVersion``.
 ///
 /// Only writes queued with their session's ``QueuedSession`` are matched; any other is kept as it is.
+///
+/// With ``Durability/async``, the record of an action acknowledged at once that is still in
+/// flight when the batch is taken, and has produced nothing in it yet, may wait for the next
+/// batch (``carryOver(queuedSince:into:)``): most such actions settle before then, and their
+/// record is then never written, nor deleted a commit later.
 struct QueuedBatch {
     /// The writes in the order queued; nil where one was left out.
     private(set) var writes: [QueuedWrite?] = []
     /// The batch's number: a ``QueuedSession`` holds what it knows of one batch only.
     let number: UInt64
+    /// The sessions with writes in the batch, each once: where records to carry over are found.
+    private var sessions: [QueuedSession] = []
+    /// Whether a write was queued without its session: the batch then carries nothing over, as
+    /// such a write (a release, a delete) may need the session's records committed before it.
+    private var hasUntrackedWrites = false
 
     init(number: UInt64) {
         self.number = number
@@ -23,13 +33,18 @@ struct QueuedBatch {
 
     var isEmpty: Bool { writes.isEmpty }
 
-    /// Queues `write`, of the session `session` tracks when given.
-    mutating func append(_ write: QueuedWrite, of session: QueuedSession?) {
-        guard let session else { return writes.append(write) }
-        session.join(number)
+    /// Queues `write`, of the session `session` tracks when given. `carryableSince`, for the
+    /// record of an action acknowledged at once: when it was queued (monotonic nanoseconds), so
+    /// that it may wait for the next batch (see ``carryOver(queuedSince:into:)``).
+    mutating func append(_ write: QueuedWrite, of session: QueuedSession?, carryableSince: UInt64? = nil) {
+        guard let session else {
+            hasUntrackedWrites = true
+            return writes.append(write)
+        }
+        if session.join(number) { sessions.append(session) }
         switch write {
         case .ready(.accept(_, let seq, _, let key)):
-            if key == nil { session.accepts.append((seq, writes.count)) }
+            if key == nil { session.accepts.append((seq, writes.count, carryableSince)) }
         case .ready(.settle(_, let seq)):
             leaveOutVersions(settledBy: seq, of: session)
             if let accepted = session.accepts.firstIndex(where: { $0.seq == seq }) {
@@ -68,6 +83,28 @@ struct QueuedBatch {
         if !isWatched { writes[index] = nil }
     }
 
+    /// Moves to `next` (the batch queued after this one is taken) the records of actions in
+    /// flight that may wait for it: acknowledged at once, queued at `earliest` or later, and with
+    /// no version in this batch, so that nothing this batch commits depends on them. Nothing is
+    /// moved from a batch with writes queued without their session.
+    /// - Returns: when the oldest record moved was queued; nil when none was.
+    mutating func carryOver(queuedSince earliest: UInt64, into next: inout QueuedBatch) -> UInt64? {
+        guard !hasUntrackedWrites else { return nil }
+        var oldest: UInt64?
+        for session in sessions where !session.accepts.isEmpty {
+            let accepts = session.accepts
+            for accept in accepts {
+                guard let queuedAt = accept.carryableSince, queuedAt >= earliest, !session.hasVersion(producedBy: accept.seq),
+                    let write = writes[accept.index]
+                else { continue }
+                writes[accept.index] = nil
+                next.append(write, of: session, carryableSince: queuedAt)
+                oldest = min(oldest ?? queuedAt, queuedAt)
+            }
+        }
+        return oldest
+    }
+
     /// Leaves out every write of the sessions of `ids`.
     mutating func leaveOut(_ ids: Set<String>) {
         for index in writes.indices {
@@ -97,8 +134,9 @@ package final class QueuedSession: @unchecked Sendable {
     // the lock's state), so no two threads ever touch them at once. Indices name writes of batch
     // `batch` only: `join` forgets them when the session is next queued in a later batch.
     fileprivate var batch: UInt64 = 0
-    /// Actions accepted in the batch, not yet settled, and where their records are.
-    fileprivate var accepts: [(seq: UInt64, index: Int)] = []
+    /// Actions accepted in the batch, not yet settled, where their records are, and when those
+    /// that may wait for the next batch were queued.
+    fileprivate var accepts: [(seq: UInt64, index: Int, carryableSince: UInt64?)] = []
     /// The session's last version in the batch; `settled`: its action has settled (or none produced it).
     fileprivate var lastVersion: (index: Int, producedBy: UInt64, settled: Bool)?
     /// Versions a later one followed while their action had not settled.
@@ -109,12 +147,20 @@ package final class QueuedSession: @unchecked Sendable {
     package init() {}
 
     /// Starts on batch `number` unless it is the one the session knows.
-    fileprivate func join(_ number: UInt64) {
-        guard batch != number else { return }
+    /// - Returns: whether it started on it.
+    fileprivate func join(_ number: UInt64) -> Bool {
+        guard batch != number else { return false }
         batch = number
         accepts = []
         lastVersion = nil
         waiting = []
         isWatched = nil
+        return true
+    }
+
+    /// Whether a version of the batch was produced by action `seq` (its versions are all kept
+    /// while it has not settled: the last one, or one waiting for it to settle).
+    fileprivate func hasVersion(producedBy seq: UInt64) -> Bool {
+        lastVersion?.producedBy == seq || waiting.contains { $0.producedBy == seq }
     }
 }
