@@ -153,11 +153,15 @@ package final class GroupCommitter: Sendable {
 
     /// Queues `write` and returns the ticket a reply waits on before it acknowledges the write;
     /// nil when it may be acknowledged at once (``Durability/async``, unless the write must wait,
-    /// and not `inAnyDurability`).
+    /// and not `inAnyDurability`). The record of an action acknowledged at once may then wait
+    /// for the batch after its own (see ``QueuedBatch``).
     package func enqueueAcknowledged(_ write: SessionWrite, of session: QueuedSession? = nil, inAnyDurability: Bool = false)
         -> CommitTicket?
     {
-        enqueue(.ready(write), of: session, awaitingCommit: isSync || inAnyDurability, completion: nil, ticketIfWaiting: true).ticket
+        enqueue(
+            .ready(write), of: session, awaitingCommit: isSync || inAnyDurability, completion: nil, ticketIfWaiting: true,
+            mayCarryOver: true
+        ).ticket
     }
 
     /// Queues `write` so that, in either durability, nothing the session writes after it is
@@ -181,19 +185,26 @@ package final class GroupCommitter: Sendable {
     /// at once.
     /// With `ticketIfWaiting` (and no `completion`), a write that waits gets a ticket, made only
     /// then: one acknowledged at once needs none.
+    /// With `mayCarryOver`, the record of a new action that turns out acknowledged at once may
+    /// wait for the batch after its own (see `QueuedBatch.carryOver`). Not a record written again
+    /// (an action renumbered at activation): its old number's record is deleted in the batch it
+    /// is queued in, and both must be committed together.
     /// - Returns: whether the write waits for its commit, and its ticket.
     @discardableResult
     private func enqueue(
         _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, completion: CommitCompletion?,
-        ticketIfWaiting: Bool = false
+        ticketIfWaiting: Bool = false, mayCarryOver: Bool = false
     ) -> (waits: Bool, ticket: CommitTicket?) {
         let isSync = self.isSync
         var isFull = false
         var ticket: CommitTicket?
-        // With async, an action's record acknowledged at once may wait for the batch after the
-        // one it is queued in (see `QueuedBatch.carryOver`): when, to bound how long.
+        // When the record was queued, to bound how long it may wait.
         let queuedAt: UInt64? =
-            if !isSync, !awaitingCommit, case .ready(.accept) = write { DispatchTime.now().uptimeNanoseconds } else { nil }
+            if mayCarryOver, !isSync, !awaitingCommit, case .ready(.accept) = write {
+                DispatchTime.now().uptimeNanoseconds
+            } else {
+                nil
+            }
         /// The completion to keep for a write that waits.
         func waiting() -> CommitCompletion? {
             if let completion { return completion }
