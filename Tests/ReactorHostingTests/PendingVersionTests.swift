@@ -125,8 +125,8 @@ import Testing
         #expect(batch.taken().count == 1)
     }
 
-    private func accept(_ seq: UInt64, key: RememberedKey? = nil) -> QueuedWrite {
-        .ready(.accept(id: "a", seq: seq, action: [], key: key))
+    private func accept(_ seq: UInt64, of id: String = "a", key: RememberedKey? = nil) -> QueuedWrite {
+        .ready(.accept(id: id, seq: seq, action: [], key: key))
     }
 
     private func records(_ writes: [SessionWrite]) -> [UInt64] {
@@ -154,7 +154,7 @@ import Testing
         #expect(kept(second.taken()) == ["a2"])
     }
 
-    @Test func aRecordIsWrittenInItsOwnBatchWhenItsActionProducedAVersionThereOrItMustNotWait() {
+    @Test func aRecordIsWrittenInItsOwnBatchWhenItsActionHadStartedOrItMustNotWait() {
         let session = QueuedSession()
         var first = QueuedBatch(number: 1)
         first.append(accept(1), of: session, carryableSince: 100)
@@ -167,10 +167,29 @@ import Testing
         first.append(version(3, producedBy: 5), of: session)
         var second = QueuedBatch(number: 2)
         #expect(first.carryOver(queuedSince: 80, into: &second) == nil)
-        // 1 and 5 produced versions the batch keeps, 2 is older than the bound, 3 was not
-        // acknowledged at once, and 4's idempotency key is kept by the store.
+        // 1 and 5 had started by the batch's last version (made by 5), 2 is older than the
+        // bound, 3 was not acknowledged at once, and 4's idempotency key is kept by the store.
         #expect(records(first.taken()) == [1, 2, 3, 4, 5])
         #expect(second.taken().isEmpty)
+    }
+
+    @Test func onlyASessionsLastRecordsWaitAfterAnyTheBatchWritesAndAfterWhatHadStarted() {
+        let (a, b) = (QueuedSession(), QueuedSession())
+        var first = QueuedBatch(number: 1)
+        first.append(accept(1), of: a, carryableSince: 100)
+        first.append(accept(2, key: RememberedKey(key: "k", seq: 2, digest: 7)), of: a, carryableSince: 100)
+        first.append(accept(3), of: a, carryableSince: 100)
+        for seq: UInt64 in 11...13 { first.append(accept(seq, of: "b"), of: b, carryableSince: 100) }
+        // Made once action 12 had started, though by action 11.
+        let version = TestVersion(id: "b", version: 1, producedBy: 11, startedThrough: 12, watched: false, encoded: encoded)
+        first.append(.version(version), of: b)
+        first.append(accept(14, of: "b"), of: b, carryableSince: 100)
+        var second = QueuedBatch(number: 2)
+        #expect(first.carryOver(queuedSince: 0, into: &second) == 100)
+        // 1 is before 2, written for its key: losing 1 alone to a crash would leave a gap among
+        // the unstarted actions activation finds. 11 and 12 had started by b's last version.
+        #expect(records(first.taken()) == [1, 2, 11, 12])
+        #expect(records(second.taken()) == [3, 13, 14])
     }
 
     @Test func aBatchWithAWriteQueuedWithoutItsSessionCarriesNothingOver() {
@@ -216,10 +235,13 @@ private final class TestVersion: PendingVersion {
     let hasReaders: Bool
     private let encoded: Locked<[UInt64]>
 
-    init(id: String, version: UInt64, producedBy: UInt64, watched: Bool, encoded: Locked<[UInt64]>) {
+    init(
+        id: String, version: UInt64, producedBy: UInt64, startedThrough: UInt64? = nil, watched: Bool,
+        encoded: Locked<[UInt64]>
+    ) {
         self.id = id
         self.version = version
-        self.startedThrough = producedBy
+        self.startedThrough = startedThrough ?? producedBy
         self.producedBy = producedBy
         self.hasReaders = watched
         self.encoded = encoded

@@ -45,6 +45,7 @@ struct QueuedBatch {
         switch write {
         case .ready(.accept(_, let seq, _, let key)):
             if key == nil { session.accepts.append((seq, writes.count, carryableSince)) }
+            if key != nil || carryableSince == nil { session.lastAcceptThatCannotWait = writes.count }
         case .ready(.settle(_, let seq)):
             leaveOutVersions(settledBy: seq, of: session)
             if let accepted = session.accepts.firstIndex(where: { $0.seq == seq }) {
@@ -61,6 +62,7 @@ struct QueuedBatch {
                 }
             }
             session.lastVersion = (writes.count, pending.producedBy, pending.producedBy == 0)
+            session.startedThrough = max(session.startedThrough, pending.startedThrough)
         case .ready:
             break
         }
@@ -84,20 +86,27 @@ struct QueuedBatch {
     }
 
     /// Moves to `next` (the batch queued after this one is taken) the records of actions in
-    /// flight that may wait for it: acknowledged at once, queued at `earliest` or later, and with
-    /// no version in this batch, so that nothing this batch commits depends on them. Nothing is
-    /// moved from a batch with writes queued without their session.
+    /// flight that may wait for it: acknowledged at once, queued at `earliest` or later, and not
+    /// yet started when the session's last version in this batch was made, so that nothing this
+    /// batch commits depends on them or on anything after them. Only each session's last records
+    /// move, after any of its records this batch writes: a crash then loses the last of a
+    /// session's acknowledged actions, never one before another it keeps (activation numbers the
+    /// unstarted actions it finds again from where the started ones end).
+    /// Nothing is moved from a batch with writes queued without their session.
     /// - Returns: when the oldest record moved was queued; nil when none was.
     mutating func carryOver(queuedSince earliest: UInt64, into next: inout QueuedBatch) -> UInt64? {
         guard !hasUntrackedWrites else { return nil }
         var oldest: UInt64?
         for session in sessions where !session.accepts.isEmpty {
-            let accepts = session.accepts
-            for accept in accepts {
-                guard let queuedAt = accept.carryableSince, queuedAt >= earliest, !session.hasVersion(producedBy: accept.seq),
-                    let write = writes[accept.index]
-                else { continue }
-                writes[accept.index] = nil
+            var moving: [(write: QueuedWrite, queuedAt: UInt64, index: Int)] = []
+            for accept in session.accepts.reversed() {
+                guard accept.index > session.lastAcceptThatCannotWait, let queuedAt = accept.carryableSince,
+                    queuedAt >= earliest, accept.seq > session.startedThrough, let write = writes[accept.index]
+                else { break }
+                moving.append((write, queuedAt, accept.index))
+            }
+            for (write, queuedAt, index) in moving.reversed() {
+                writes[index] = nil
                 next.append(write, of: session, carryableSince: queuedAt)
                 oldest = min(oldest ?? queuedAt, queuedAt)
             }
@@ -139,6 +148,11 @@ package final class QueuedSession: @unchecked Sendable {
     fileprivate var accepts: [(seq: UInt64, index: Int, carryableSince: UInt64?)] = []
     /// The session's last version in the batch; `settled`: its action has settled (or none produced it).
     fileprivate var lastVersion: (index: Int, producedBy: UInt64, settled: Bool)?
+    /// Where the last record of the batch that may not wait for the next one is (a record with
+    /// an idempotency key, or of an action not acknowledged at once); -1: none.
+    fileprivate var lastAcceptThatCannotWait = -1
+    /// The last action the instance had started when its versions in the batch were made.
+    fileprivate var startedThrough: UInt64 = 0
     /// Versions a later one followed while their action had not settled.
     fileprivate var waiting: [(index: Int, producedBy: UInt64)] = []
     /// Whether the session had readers when first asked in the batch.
@@ -152,15 +166,12 @@ package final class QueuedSession: @unchecked Sendable {
         guard batch != number else { return false }
         batch = number
         accepts = []
+        lastAcceptThatCannotWait = -1
+        startedThrough = 0
         lastVersion = nil
         waiting = []
         isWatched = nil
         return true
     }
 
-    /// Whether a version of the batch was produced by action `seq` (its versions are all kept
-    /// while it has not settled: the last one, or one waiting for it to settle).
-    fileprivate func hasVersion(producedBy seq: UInt64) -> Bool {
-        lastVersion?.producedBy == seq || waiting.contains { $0.producedBy == seq }
-    }
 }
