@@ -9,10 +9,10 @@
 ///
 /// Only writes queued with their session's ``QueuedSession`` are matched; any other is kept as it is.
 ///
-/// With ``Durability/async``, the record of an action acknowledged at once that is still in
-/// flight when the batch is taken, and has produced nothing in it yet, may wait for the next
-/// batch (``carryOver(queuedSince:into:)``): most such actions settle before then, and their
-/// record is then never written, nor deleted a commit later.
+/// With ``Durability/async``, the record of an action acknowledged at once that had not started
+/// by its session's last version in the batch may wait for the next batch
+/// (``carryOver(queuedSince:into:)``): most such actions settle before then, and their record is
+/// then never written, nor deleted a commit later.
 struct QueuedBatch {
     /// The writes in the order queued; nil where one was left out.
     private(set) var writes: [QueuedWrite?] = []
@@ -173,5 +173,4 @@ package final class QueuedSession: @unchecked Sendable {
         isWatched = nil
         return true
     }
-
 }
