@@ -333,11 +333,13 @@ def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
     assert path.read_bytes() == before
 
 
-def damage_page_holding(path: str, instance_id: str, table: str, others: list[str]) -> tuple[int, bytes, str]:
-    """Overwrites the header of the leaf page of `table` that holds `instance_id` with bytes no
+def damage_leaf_page(path: str, table: str, ids: list[str]) -> tuple[int, bytes, str, str]:
+    """Overwrites the header of a leaf page of `table` that holds one of `ids` with bytes no
     B-tree page starts with, as a failing disk would. Returns the page's number, its damaged
-    bytes, and one of `others` kept on another page. The store must not be open: its
-    write-ahead log is first folded into the file, so that the file's pages are the ones read."""
+    bytes, the session it holds (the victim), and one of `ids` kept on another page. The store
+    must not be open: its write-ahead log is first folded into the file, so that the file's
+    pages are the ones read. (`table` is WITHOUT ROWID: each of its rows lies in one page only,
+    which for a few of them is an interior page, so the victim is taken from a leaf.)"""
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
         pages = [row[0] for row in connection.execute(
@@ -347,15 +349,16 @@ def damage_page_holding(path: str, instance_id: str, table: str, others: list[st
         for number in pages:
             file.seek((number - 1) * page_size)
             content = file.read(page_size)
-            if instance_id.encode() not in content:
+            victim = next((id for id in ids if id.encode() in content), None)
+            if victim is None:
                 continue
-            spare = next((other for other in others if other.encode() not in content), None)
-            assert spare is not None, f"every session is on the leaf page of {table} that holds the instance"
+            spare = next((other for other in ids if other.encode() not in content), None)
+            assert spare is not None, f"every session is on the leaf page of {table} that holds {victim[:6]}…"
             damaged = b"\xff" * 12 + content[12:]
             file.seek((number - 1) * page_size)
             file.write(damaged)
-            return number, damaged, spare
-    pytest.fail(f"none of the {len(pages)} leaf pages of {table} holds the instance")
+            return number, damaged, victim, spare
+    pytest.fail(f"none of the {len(pages)} leaf pages of {table} holds a session")
 
 
 def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_serve_on(start_server):
@@ -370,8 +373,7 @@ def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_
     assert whole.returncode == 0, whole.stdout + whole.stderr  # beside the server serving it
     assert whole.stdout.strip() == f"whole: {path} holds 150 sessions and passed SQLite's integrity check"
     assert first.stop() == 0
-    victim = counters[0]
-    page, damaged, spare = damage_page_holding(path, victim, "sessions", counters[1:])
+    page, damaged, victim, spare = damage_leaf_page(path, "sessions", counters)
     # The check finds it, and writes nothing.
     found = subprocess.run([str(server_binary()), "check", "--store", store], capture_output=True, text=True, timeout=60)
     assert found.returncode == 1, found.stdout + found.stderr
