@@ -58,10 +58,14 @@ enum ProcessMetrics {
         guard let directory = opendir("/proc/self/fd") else { return nil }
         defer { closedir(directory) }
         var count = 0
+        // The name is read in place, up to its terminating zero: an entry is only as long as its
+        // name, so loading the whole `dirent` (`entry.pointee`) would read past the last entry of
+        // the directory's buffer, and off the end of its memory once the buffer ends a mapping.
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let dot = UInt8(ascii: ".")
         while let entry = readdir(directory) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { name in
-                name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0))
-            }
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: UInt8.self)
+            let isDot = name[0] == dot && (name[1] == 0 || (name[1] == dot && name[2] == 0))
             if !isDot { count += 1 }
         }
         return max(0, count - 1)
