@@ -313,18 +313,20 @@ package final class GroupCommitter: Sendable {
             }
             let takenAt = DispatchTime.now().uptimeNanoseconds
             let (queued, completions, afterCommit, stopping, batch, carriedSince) = queue.withLock { queue in
-                var next = QueuedBatch(number: queue.queuedBatch + 1)
+                let number = queue.queuedBatch
+                // Swapped out first, so that the taken batch is the only reference to its writes and
+                // carrying records over edits them in place instead of copying them all.
                 var writes = queue.writes
+                queue.writes = QueuedBatch(number: number + 1, reservingCapacity: writes.count)
                 var carriedSince: UInt64?
                 // Only from a batch that nothing waits on as a whole: its records of actions in
                 // flight, queued in the last quarter of the interval, may wait for the next one.
                 if case .async(let interval) = durability, !queue.isStopping, queue.completions.isEmpty,
                     queue.afterCommit.isEmpty
                 {
-                    carriedSince = writes.carryOver(queuedSince: takenAt &- interval.nanoseconds / 4, into: &next)
+                    carriedSince = writes.carryOver(queuedSince: takenAt &- interval.nanoseconds / 4, into: &queue.writes)
                 }
-                let taken = (writes, queue.completions, queue.afterCommit, queue.isStopping, queue.queuedBatch, carriedSince)
-                queue.writes = next
+                let taken = (writes, queue.completions, queue.afterCommit, queue.isStopping, number, carriedSince)
                 queue.completions = []
                 queue.afterCommit = []
                 queue.commitSoon = false

@@ -24,8 +24,11 @@ struct QueuedBatch {
     /// such a write (a release, a delete) may need the session's records committed before it.
     private var hasUntrackedWrites = false
 
-    init(number: UInt64) {
+    /// An empty batch numbered `number`, with room for `capacity` writes (as many as the batch
+    /// before it had, so that queuing rarely grows the array).
+    init(number: UInt64, reservingCapacity capacity: Int = 0) {
         self.number = number
+        writes.reserveCapacity(capacity)
     }
 
     /// How many writes were queued, including those left out since.
@@ -165,11 +168,11 @@ package final class QueuedSession: @unchecked Sendable {
     fileprivate func join(_ number: UInt64) -> Bool {
         guard batch != number else { return false }
         batch = number
-        accepts = []
+        accepts.removeAll(keepingCapacity: true)
         lastAcceptThatCannotWait = -1
         startedThrough = 0
         lastVersion = nil
-        waiting = []
+        waiting.removeAll(keepingCapacity: true)
         isWatched = nil
         return true
     }
