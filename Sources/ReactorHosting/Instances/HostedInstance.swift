@@ -139,8 +139,6 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         self.reactor = reactor
         self.context = context
         self.activity = Atomic(context.now())
-        let queuedWrites = context.committer == nil ? nil : QueuedSession()
-        self.queuedWrites = queuedWrites
         if let tracer = context.tracer {
             let traces = ActionTraces(tracer: tracer, typeName: typeName)
             reactor.runtime.setProbe(traces)
@@ -172,6 +170,11 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             subscriberLimit: context.subscriberLimit
         )
         self.timeline = timeline
+        // With async durability, the latest version waits in a slot for its batch (see
+        // `LatestVersionSlot`).
+        let slot = context.committer?.publishesAhead == true ? VersionSlot(id: id, publisher: publisher) : nil
+        let queuedWrites = context.committer == nil ? nil : slot.map { QueuedSession(slot: $0) } ?? QueuedSession()
+        self.queuedWrites = queuedWrites
         // The closures below reach the logger through the shared context: a closure capturing
         // a `Logger` holds its own copy of it (about 25 bytes of RSS per instance).
         let instanceID = id
@@ -215,13 +218,24 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 guard version > startVersion else { return }
                 let now = context.wallClock()
                 let origin = VersionOrigin(version: version, producedBy: runtime.producingActionForObserver, publishedAt: now)
+                let startedThrough = runtime.startedThroughForObserver
+                // Into its slot, after the versions there (dropping the last if its action settled),
+                // without the committer's queue: shown at once. Else queued as below.
+                if let slot,
+                    committer.replaceLatest(
+                        in: slot, with: state, origin: origin, startedThrough: startedThrough, lastActivity: now)
+                {
+                    let watched = publisher.publish(state, version: version, origin: origin)
+                    return slot.lastShownWatched.store(watched, ordering: .relaxed)
+                }
                 // Encoded by the commit thread if its batch keeps it; then the same bytes are
                 // stored and sent.
                 committer.enqueue(
                     PublishedVersion(
-                        id: instanceID, state: state, origin: origin, startedThrough: runtime.startedThroughForObserver,
+                        id: instanceID, state: state, origin: origin, startedThrough: startedThrough,
                         lastActivity: now, publisher: publisher),
                     of: queuedWrites)
+                slot?.lastShownWatched.store(publisher.timeline.subscriberCount > 0, ordering: .relaxed)
             }
         } else {
             reactor.observeStatesUntilDisposed { [unowned runtime] state, version in

@@ -33,6 +33,8 @@ public enum Durability: Sendable, Equatable {
 /// of an action in flight when a batch is taken, queued in the last quarter of the interval, may
 /// wait for the next batch (``QueuedBatch``), which is then taken that much sooner: no write waits
 /// longer than before, and most such actions settle meanwhile, so their records are never written.
+/// With ``Durability/async`` a session's versions also wait in its ``LatestVersionSlot`` rather
+/// than in the queue, which drops there those the store would not keep; the batch takes the rest.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
@@ -67,6 +69,9 @@ package final class GroupCommitter: Sendable {
         /// With ``Durability/async``: the thread was woken to commit before its flush interval
         /// ends (for writes that wait), and has not yet taken the queue.
         var commitSoon = false
+        /// With ``Durability/async``: the sessions whose ``LatestVersionSlot`` was filled for the
+        /// batch being queued, each once; their slots are emptied into it as it is taken.
+        var slotted: [QueuedSession] = []
     }
 
     /// With ``Durability/async``, a write is acknowledged at once only while fewer writes than
@@ -98,6 +103,17 @@ package final class GroupCommitter: Sendable {
     private let failedInstances: @Sendable (Set<String>) -> Void
     /// Told of each commit, for metrics.
     private let observer: StoreObserver
+    /// With ``Durability/async``: whether no session's writes wait for a commit (`Queue.held` is
+    /// empty), read without the lock by ``replaceLatest(in:with:origin:startedThrough:lastActivity:)``:
+    /// while one does, versions are queued, not replaced in their slots.
+    private let slotsOpen = Atomic<Bool>(true)
+    /// With ``Durability/async``: how many writes the batch being queued holds (its
+    /// `QueuedBatch.count`), stored under the lock, read without it.
+    private let queuedWriteCount = Atomic<Int>(0)
+    /// With ``Durability/async``: the versions put in slots since the batch being queued was
+    /// started, shown at once like queued writes, so counted with them against
+    /// ``queuedAheadLimit``.
+    private let slottedVersions = Atomic<Int>(0)
 
     /// Starts the committing thread.
     package init(
@@ -216,6 +232,9 @@ package final class GroupCommitter: Sendable {
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
             if queue.fenced.contains(id) { return (true, false, true) }
+            if !isSync, placeInSlot(write, of: session, awaitingCommit: awaitingCommit, in: &queue) {
+                return (false, false, false)
+            }
             let isCarryable =
                 queuedAt != nil && queue.writes.count < Self.queuedAheadLimit && (queue.held.isEmpty || queue.held[id] == nil)
             queue.writes.append(write, of: session, carryableSince: isCarryable ? queuedAt : nil)
@@ -224,10 +243,12 @@ package final class GroupCommitter: Sendable {
                 if let completion = waiting() { queue.completions.append((id, completion)) }
                 return (true, wakeIfSleeping(&queue), false)
             }
+            queuedWriteCount.store(queue.writes.count, ordering: .relaxed)
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
-            isFull = queue.writes.count > Self.queuedAheadLimit
+            isFull = queue.writes.count + slottedVersions.load(ordering: .relaxed) > Self.queuedAheadLimit
             if awaitingCommit || isFull {
                 queue.held[id] = queue.queuedBatch
+                slotsOpen.store(false, ordering: .releasing)
                 queue.completions.append((id, waiting() ?? .body { _ in }))
                 return (true, commitSoon(&queue), false)
             }
@@ -250,6 +271,63 @@ package final class GroupCommitter: Sendable {
         }
         if !waits { completion?(.committed) }
         return (waits, ticket)
+    }
+
+    /// With ``Durability/async``, puts a session's new version in its slot for the batch being
+    /// queued (see ``LatestVersionSlot``) without the queue's lock: when the slot already holds
+    /// versions and has room, nobody was watching the session when its last version was shown,
+    /// no session's writes wait for a commit and the queue has room. Returns false, changing
+    /// nothing, otherwise: then the version is queued (``enqueue(_:of:)-(any PendingVersion,_)``).
+    func replaceLatest<State>(
+        in slot: VersionSlot<State>, with state: State, origin: VersionOrigin, startedThrough: UInt64, lastActivity: Int64
+    ) -> Bool {
+        guard slotsOpen.load(ordering: .acquiring),
+            queuedWriteCount.load(ordering: .relaxed) + slottedVersions.load(ordering: .relaxed) < Self.queuedAheadLimit,
+            !slot.lastShownWatched.load(ordering: .relaxed),
+            slot.offer(state, origin: origin, startedThrough: startedThrough, lastActivity: lastActivity)
+        else { return false }
+        slottedVersions.wrappingAdd(1, ordering: .relaxed)
+        return true
+    }
+
+    /// Async, under the lock: keeps the session's slot in order with `write`. A version goes
+    /// after the one the slot holds, and into the slot itself when it would be shown at once
+    /// (returns true: it is not queued); a settle lets the slot's version be replaced; a write
+    /// queued without its session goes after the version its session's slot holds.
+    private func placeInSlot(
+        _ write: QueuedWrite, of session: QueuedSession?, awaitingCommit: Bool, in queue: inout Queue
+    ) -> Bool {
+        switch write {
+        case .version(let pending):
+            guard let session, let slot = session.slot else { return false }
+            emptySlot(of: session, into: &queue)
+            guard !awaitingCommit, queue.held[pending.id] == nil,
+                queue.writes.count + slottedVersions.load(ordering: .relaxed) < Self.queuedAheadLimit, !pending.hasReaders
+            else { return false }
+            slot.fill(with: pending)
+            if session.slottedIn != queue.queuedBatch {
+                session.slottedIn = queue.queuedBatch
+                queue.slotted.append(session)
+            }
+            slottedVersions.wrappingAdd(1, ordering: .relaxed)
+            return true
+        case .ready(.settle(_, let seq)):
+            session?.slot?.settled(seq)
+            return false
+        case .ready(let untracked):
+            if session == nil {
+                for slotted in queue.slotted where slotted.slot?.id == untracked.instanceID {
+                    emptySlot(of: slotted, into: &queue)
+                }
+            }
+            return false
+        }
+    }
+
+    /// Under the lock: queues the version the session's slot holds, if any.
+    private func emptySlot(of session: QueuedSession, into queue: inout Queue) {
+        guard let slot = session.slot else { return }
+        for (version, settled) in slot.take() { queue.writes.append(.version(version), of: session, settled: settled) }
     }
 
     /// Runs `body` once everything queued so far is committed or has failed (at once with
@@ -313,6 +391,9 @@ package final class GroupCommitter: Sendable {
             }
             let takenAt = DispatchTime.now().uptimeNanoseconds
             let (queued, completions, afterCommit, stopping, batch, carriedSince) = queue.withLock { queue in
+                // The versions the batch's sessions keep in their slots go into it now.
+                for session in queue.slotted { emptySlot(of: session, into: &queue) }
+                queue.slotted.removeAll(keepingCapacity: true)
                 let number = queue.queuedBatch
                 // Swapped out first, so that the taken batch is the only reference to its writes and
                 // carrying records over edits them in place instead of copying them all.
@@ -326,6 +407,8 @@ package final class GroupCommitter: Sendable {
                 {
                     carriedSince = writes.carryOver(queuedSince: takenAt &- interval.nanoseconds / 4, into: &queue.writes)
                 }
+                queuedWriteCount.store(queue.writes.count, ordering: .relaxed)
+                slottedVersions.store(0, ordering: .relaxed)
                 let taken = (writes, queue.completions, queue.afterCommit, queue.isStopping, number, carriedSince)
                 queue.completions = []
                 queue.afterCommit = []
@@ -364,7 +447,10 @@ package final class GroupCommitter: Sendable {
             let held = queue.withLock { queue -> [(id: String?, body: CommitCompletion)] in
                 let held = queue.afterCommitting
                 queue.afterCommitting = []
-                if held.isEmpty, !queue.held.isEmpty { queue.held = queue.held.filter { $0.value > batch } }
+                if held.isEmpty, !queue.held.isEmpty {
+                    queue.held = queue.held.filter { $0.value > batch }
+                    slotsOpen.store(queue.held.isEmpty, ordering: .releasing)
+                }
                 return held
             }
             if held.isEmpty { return }
@@ -421,6 +507,9 @@ package final class GroupCommitter: Sendable {
         let purged = queue.withLock { queue -> [CommitCompletion] in
             queue.fenced.formUnion(ids)
             queue.writes.leaveOut(ids)
+            for session in queue.slotted {
+                if let slot = session.slot, ids.contains(slot.id) { slot.clear() }
+            }
             var purged: [CommitCompletion] = []
             queue.completions.removeAll { completion in
                 guard let id = completion.id, ids.contains(id) else { return false }
@@ -433,6 +522,7 @@ package final class GroupCommitter: Sendable {
                 return true
             }
             for id in ids { queue.held[id] = nil }
+            slotsOpen.store(queue.held.isEmpty, ordering: .releasing)
             return purged
         }
         for completion in purged { completion(outcome) }

@@ -38,8 +38,8 @@ final class PublishedVersion<State: Encodable & Sendable>: PendingVersion {
     let id: String
     let startedThrough: UInt64
     let lastActivity: Int64
-    private let state: State
-    private let origin: VersionOrigin
+    let state: State
+    let origin: VersionOrigin
     private let publisher: StatePublisher<State>
     private let encoded = Mutex<[UInt8]?>(nil)
 

@@ -38,8 +38,12 @@ struct QueuedBatch {
 
     /// Queues `write`, of the session `session` tracks when given. `carryableSince`, for the
     /// record of an action acknowledged at once: when it was queued (monotonic nanoseconds), so
-    /// that it may wait for the next batch (see ``carryOver(queuedSince:into:)``).
-    mutating func append(_ write: QueuedWrite, of session: QueuedSession?, carryableSince: UInt64? = nil) {
+    /// that it may wait for the next batch (see ``carryOver(queuedSince:into:)``). `settled`, for
+    /// a version queued from the session's ``LatestVersionSlot``: its action's settle was queued
+    /// before it.
+    mutating func append(
+        _ write: QueuedWrite, of session: QueuedSession?, carryableSince: UInt64? = nil, settled: Bool = false
+    ) {
         guard let session else {
             hasUntrackedWrites = true
             return writes.append(write)
@@ -64,7 +68,7 @@ struct QueuedBatch {
                     session.waiting.append((last.index, last.producedBy))
                 }
             }
-            session.lastVersion = (writes.count, pending.producedBy, pending.producedBy == 0)
+            session.lastVersion = (writes.count, pending.producedBy, settled || pending.producedBy == 0)
             session.startedThrough = max(session.startedThrough, pending.startedThrough)
         case .ready:
             break
@@ -143,8 +147,16 @@ struct QueuedBatch {
 package final class QueuedSession: @unchecked Sendable {
     // @unchecked: these properties are read and written only by `QueuedBatch.append(_:of:)`,
     // which runs only inside `GroupCommitter`'s `queue.withLock` (the one QueuedBatch there is
-    // the lock's state), so no two threads ever touch them at once. Indices name writes of batch
-    // `batch` only: `join` forgets them when the session is next queued in a later batch.
+    // the lock's state), and by `GroupCommitter` inside that same lock (`slottedIn`), so no two
+    // threads ever touch them at once. Indices name writes of batch `batch` only: `join` forgets
+    // them when the session is next queued in a later batch. `slot` is set once, at init, and
+    // is Sendable itself.
+    /// With ``Durability/async``, where the session keeps its latest version (see
+    /// ``LatestVersionSlot``); nil with ``Durability/sync``.
+    let slot: (any LatestVersionSlot)?
+    /// The batch for which the committer last filled `slot` (0: none), so that it lists the
+    /// session once per batch among those whose slots to empty when it takes the batch.
+    var slottedIn: UInt64 = 0
     fileprivate var batch: UInt64 = 0
     /// Actions accepted in the batch, not yet settled, where their records are, and when those
     /// that may wait for the next batch were queued.
@@ -161,7 +173,14 @@ package final class QueuedSession: @unchecked Sendable {
     /// Whether the session had readers when first asked in the batch.
     fileprivate var isWatched: Bool?
 
-    package init() {}
+    package init() {
+        slot = nil
+    }
+
+    /// A session whose latest version waits in `slot` (``Durability/async``).
+    init(slot: any LatestVersionSlot) {
+        self.slot = slot
+    }
 
     /// Starts on batch `number` unless it is the one the session knows.
     /// - Returns: whether it started on it.

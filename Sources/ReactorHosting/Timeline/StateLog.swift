@@ -181,7 +181,9 @@ package struct StatePublisher<State: Encodable & Sendable>: Sendable {
     /// Stores `state` and wakes the subscribers, unless `version` is not newer than the newest.
     /// `json`, when given, is the state's encoding, shared by every reader of this version.
     /// `origin`, when given, is kept for the timeline's ``StateTimeline/history(after:)``.
-    package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil, origin: VersionOrigin? = nil) {
+    /// - Returns: whether the timeline had subscribers, who may be shown the state.
+    @discardableResult
+    package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil, origin: VersionOrigin? = nil) -> Bool {
         timeline.publish(version: version, origin: origin) { log.append(state, version: version, json: json) }
     }
 }

@@ -107,7 +107,9 @@ package struct StateTimeline: Sendable {
     /// Has `store` add a newly published state to the log (under the lock) and wakes every
     /// subscriber. Versions that are not newer than the latest are ignored, so the stream's
     /// versions only increase. Called by ``StatePublisher``, which holds the log's typed end.
-    func publish(version: UInt64, origin: VersionOrigin?, store: () -> Void) {
+    /// - Returns: whether the timeline had subscribers, who may be shown the state.
+    @discardableResult
+    func publish(version: UInt64, origin: VersionOrigin?, store: () -> Void) -> Bool {
         let subscribers: [any TimelineSubscriber]? = storage.withLock { storage in
             guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
             store()
@@ -119,6 +121,7 @@ package struct StateTimeline: Sendable {
             return storage.subscribers.isEmpty ? nil : storage.subscribers
         }
         subscribers?.forEach { $0.wake() }
+        return subscribers != nil
     }
 
     /// Keeps `action` among the instance's recent actions (see ``history(after:)``).
