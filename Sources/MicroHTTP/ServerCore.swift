@@ -51,9 +51,15 @@ final class ServerCore: Sendable {
 
     // MARK: Deferred replies
 
+    // Neither a responder nor the heartbeat timer holds the server weakly: a weak reference gives
+    // an object a side table for good, and every retain and release of it then takes the slow
+    // path, here for every request. They hold the registry, which lets go of both: a responder
+    // when it responds (`HTTPServer.shutdown` answers those left), the timer when stopped.
+
     func makeResponder(connection: ConnectionHandle) -> HTTPResponder {
-        let responder = HTTPResponder(connection: connection) { [weak self] responder in
-            _ = self?.registry.withLock { $0.responders.removeValue(forKey: ObjectIdentifier(responder)) }
+        let registry = self.registry
+        let responder = HTTPResponder(connection: connection) { responder in
+            _ = registry.withLock { $0.responders.removeValue(forKey: ObjectIdentifier(responder)) }
         }
         registry.withLock { $0.responders[ObjectIdentifier(responder)] = responder }
         return responder
@@ -67,12 +73,12 @@ final class ServerCore: Sendable {
     /// for their interval. It sleeps until the earliest next deadline (at most 250 ms, so a newly
     /// opened stream is seen in time); idle streams are neither polled nor resumed in between.
     private func startHeartbeatTimer() {
-        let task = Task.detached { [weak self] in
+        let registry = self.registry
+        let task = Task.detached {
             while !Task.isCancelled {
-                guard let self else { return }
                 let now = MonotonicClock.nanoseconds()
                 var next = now + 250_000_000
-                for stream in self.openStreams {
+                for stream in registry.withLock({ Array($0.streams.values) }) {
                     if let due = stream.heartbeatTick(now: now) { next = min(next, due) }
                 }
                 let wait = max(next &- now, 1_000_000)
