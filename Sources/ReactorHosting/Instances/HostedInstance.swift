@@ -222,8 +222,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 // Into its slot, after the versions there (dropping the last if its action settled),
                 // without the committer's queue: shown at once. Else queued as below.
                 if let slot,
-                    committer.replaceLatest(
-                        in: slot, with: state, origin: origin, startedThrough: startedThrough, lastActivity: now)
+                    committer.offer(state, to: slot, origin: origin, startedThrough: startedThrough, lastActivity: now)
                 {
                     let watched = publisher.publish(state, version: version, origin: origin)
                     return slot.lastShownWatched.store(watched, ordering: .relaxed)

@@ -104,7 +104,7 @@ package final class GroupCommitter: Sendable {
     /// Told of each commit, for metrics.
     private let observer: StoreObserver
     /// With ``Durability/async``: whether no session's writes wait for a commit (`Queue.held` is
-    /// empty), read without the lock by ``replaceLatest(in:with:origin:startedThrough:lastActivity:)``:
+    /// empty), read without the lock by ``offer(_:to:origin:startedThrough:lastActivity:)``:
     /// while one does, versions are queued, not replaced in their slots.
     private let slotsOpen = Atomic<Bool>(true)
     /// With ``Durability/async``: how many writes the batch being queued holds (its
@@ -245,7 +245,7 @@ package final class GroupCommitter: Sendable {
             }
             queuedWriteCount.store(queue.writes.count, ordering: .relaxed)
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
-            isFull = queue.writes.count + slottedVersions.load(ordering: .relaxed) > Self.queuedAheadLimit
+            isFull = shownAhead(queued: queue.writes.count) > Self.queuedAheadLimit
             if awaitingCommit || isFull {
                 queue.held[id] = queue.queuedBatch
                 slotsOpen.store(false, ordering: .releasing)
@@ -278,11 +278,11 @@ package final class GroupCommitter: Sendable {
     /// versions and has room, nobody was watching the session when its last version was shown,
     /// no session's writes wait for a commit and the queue has room. Returns false, changing
     /// nothing, otherwise: then the version is queued (``enqueue(_:of:)-(any PendingVersion,_)``).
-    func replaceLatest<State>(
-        in slot: VersionSlot<State>, with state: State, origin: VersionOrigin, startedThrough: UInt64, lastActivity: Int64
+    func offer<State>(
+        _ state: State, to slot: VersionSlot<State>, origin: VersionOrigin, startedThrough: UInt64, lastActivity: Int64
     ) -> Bool {
         guard slotsOpen.load(ordering: .acquiring),
-            queuedWriteCount.load(ordering: .relaxed) + slottedVersions.load(ordering: .relaxed) < Self.queuedAheadLimit,
+            shownAhead(queued: queuedWriteCount.load(ordering: .relaxed)) < Self.queuedAheadLimit,
             !slot.lastShownWatched.load(ordering: .relaxed),
             slot.offer(state, origin: origin, startedThrough: startedThrough, lastActivity: lastActivity)
         else { return false }
@@ -302,7 +302,7 @@ package final class GroupCommitter: Sendable {
             guard let session, let slot = session.slot else { return false }
             emptySlot(of: session, into: &queue)
             guard !awaitingCommit, queue.held[pending.id] == nil,
-                queue.writes.count + slottedVersions.load(ordering: .relaxed) < Self.queuedAheadLimit, !pending.hasReaders
+                shownAhead(queued: queue.writes.count) < Self.queuedAheadLimit, !pending.hasReaders
             else { return false }
             slot.fill(with: pending)
             if session.slottedIn != queue.queuedBatch {
@@ -322,6 +322,12 @@ package final class GroupCommitter: Sendable {
             }
             return false
         }
+    }
+
+    /// Async: what is shown ahead of the store from the batch being queued, which holds `queued`
+    /// writes: those and the versions put in slots since it was started (see ``queuedAheadLimit``).
+    private func shownAhead(queued: Int) -> Int {
+        queued + slottedVersions.load(ordering: .relaxed)
     }
 
     /// Under the lock: queues the version the session's slot holds, if any.

@@ -128,9 +128,7 @@ final class VersionSlot<State: Encodable & Sendable>: LatestVersionSlot, @unchec
                     lastActivity: entry.lastActivity, publisher: publisher)
                 taken.append((version, entry.settled))
             }
-            held.entries = []
-            storage.deallocate()
-            held.storage = nil
+            held.empty()
             return taken
         }
     }
@@ -139,9 +137,7 @@ final class VersionSlot<State: Encodable & Sendable>: LatestVersionSlot, @unchec
         held.withLock { held in
             guard let storage = held.storage else { return }
             storage.assumingMemoryBound(to: State.self).deinitialize(count: held.entries.count)
-            held.entries = []
-            storage.deallocate()
-            held.storage = nil
+            held.empty()
         }
     }
 }
@@ -161,4 +157,11 @@ private struct SlotContents {
     /// Room for `VersionSlot.capacity` states, the first `entries.count` initialized; nil while
     /// empty.
     var storage: UnsafeMutableRawPointer?
+
+    /// Forgets the entries and frees the storage, whose states were moved out or deinitialized.
+    mutating func empty() {
+        entries = []
+        storage?.deallocate()
+        storage = nil
+    }
 }
