@@ -166,6 +166,14 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
             pending.append(future)
             return future
         }
+        // The records of accepted actions, and the settled ones to delete, go in one statement
+        // each (sent before a delete of a session, which must follow them, and at the end): a
+        // statement per action was most of what a commit cost this node and PostgreSQL.
+        var records = ActionRecords()
+        func sendActionRecords() {
+            for query in records.queries() { _ = send(query) }
+            records = ActionRecords()
+        }
         for write in batch.writes where !outcome.stale.contains(write.instanceID) {
             switch write {
             case .create(let id, let type, let state, let lastActivity, let publishingAhead, let creation):
@@ -198,14 +206,10 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     }
                 }
                 guard !batch.settlesLater(id: id, seq: seq), sessionExists(id) else { continue }
-                _ = send(
-                    """
-                    INSERT INTO reactor_actions(id, seq, action) VALUES (\(id), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: action)))
-                    ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action
-                    """)
+                records.accept(id: id, seq: seq, action: action)
             case .settle(let id, let seq):
                 guard !batch.acceptedInBatch(id: id, seq: seq), sessionExists(id) else { continue }
-                _ = send("DELETE FROM reactor_actions WHERE id = \(id) AND seq = \(Int64(bitPattern: seq))")
+                records.settle(id: id, seq: seq)
             case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
                 guard let entries = batch.versions(of: id, endingAt: version), sessionExists(id) else { continue }
                 let first = Int64(bitPattern: entries[0].version)
@@ -234,6 +238,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 guard sessionExists(id) else { continue }
                 _ = send("UPDATE reactor_sessions SET last_activity = greatest(last_activity, \(lastActivity)) WHERE id = \(id)")
             case .delete(let id):
+                sendActionRecords()
                 _ = send("DELETE FROM reactor_sessions WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_history WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_actions WHERE id = \(id)")
@@ -250,6 +255,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 _ = send("UPDATE reactor_sessions SET published_ahead = true WHERE id = \(id)")
             }
         }
+        sendActionRecords()
         // Every result is awaited, so that an error anywhere fails the batch (after an error,
         // PostgreSQL would answer the COMMIT with a rollback).
         for future in pending { _ = try future.wait() }

@@ -111,6 +111,39 @@ struct PostgresSessionStoreTests {
         #expect(try !store.contains(id: id))
     }
 
+    @Test func actionRecordsOfSeveralSessionsAreKeptAndDroppedBatchByBatch() throws {
+        let store = try node("a")
+        defer { store.close() }
+        let ids = (0..<3).map { _ in newID() }
+        #expect(try store.commit(ids.map { .create(id: $0, type: "counter", state: bytes("0"), lastActivity: 100) }).isEmpty)
+        // Loaded, so that this node owns them and may write them.
+        for id in ids { #expect(try store.load(id: id) != nil) }
+        // Two actions of each session accepted in one batch, the second sent twice (renumbered
+        // records are written again): one record each.
+        var writes: [SessionWrite] = []
+        for id in ids {
+            for seq in 1...2 as ClosedRange<UInt64> { writes.append(.accept(id: id, seq: seq, action: bytes("\"a\(seq)\""))) }
+            writes.append(.accept(id: id, seq: 2, action: bytes("\"b2\"")))
+        }
+        #expect(try store.commit(writes).isEmpty)
+        // The next: each first action settles, two sessions accept a third, and the last is
+        // deleted after accepting it: none of its records may outlive it.
+        writes = ids.map { .settle(id: $0, seq: 1) }
+        writes.append(.accept(id: ids[0], seq: 3, action: bytes("\"a3\"")))
+        writes.append(.accept(id: ids[2], seq: 3, action: bytes("\"a3\"")))
+        writes.append(.delete(id: ids[2]))
+        #expect(try store.commit(writes).isEmpty)
+        #expect(
+            try store.load(id: ids[0])?.pendingActions == [
+                PendingAction(seq: 2, action: bytes("\"b2\""), producedVersions: 0),
+                PendingAction(seq: 3, action: bytes("\"a3\""), producedVersions: 0),
+            ])
+        #expect(try store.load(id: ids[1])?.pendingActions.map(\.seq) == [2])
+        #expect(try store.load(id: ids[2]) == nil)
+        #expect(try store.commit([.create(id: ids[2], type: "counter", state: bytes("0"), lastActivity: 200)]).isEmpty)
+        #expect(try store.load(id: ids[2])?.pendingActions.isEmpty == true)
+    }
+
     @Test func aNewSessionIsUnclaimedAndTheFirstNodeToLoadItOwnsIt() throws {
         let (a, b) = (try node("a"), try node("b"))
         defer {
