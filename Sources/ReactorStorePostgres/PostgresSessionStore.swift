@@ -160,7 +160,9 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         var exists: [String: Bool] = [:]
         func sessionExists(_ id: String) -> Bool { exists[id] ?? (epochs[id] != nil) }
         var pending: [EventLoopFuture<PostgresQueryResult>] = []
-        var versionWrites: [(id: String, result: EventLoopFuture<PostgresQueryResult>)] = []
+        /// Each statement that wrote versions, with the sessions it wrote: those it did not move
+        /// forward were overtaken by another writer.
+        var versionWrites: [(ids: [String], result: EventLoopFuture<PostgresQueryResult>)] = []
         func send(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
             let future = connection.query(query, logger: logger)
             pending.append(future)
@@ -170,9 +172,15 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         // each (sent before a delete of a session, which must follow them, and at the end): a
         // statement per action was most of what a commit cost this node and PostgreSQL.
         var records = ActionRecords()
-        func sendActionRecords() {
+        // So do the sessions' versions, two statements for all (sent at the same points).
+        var rows = VersionRows()
+        func sendGathered() {
             for query in records.queries() { _ = send(query) }
             records = ActionRecords()
+            guard !rows.isEmpty else { return }
+            versionWrites.append((rows.ids, send(rows.rowsQuery())))
+            if let trim = rows.trimQuery() { _ = send(trim) }
+            rows = VersionRows()
         }
         for write in batch.writes where !outcome.stale.contains(write.instanceID) {
             switch write {
@@ -212,33 +220,16 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 records.settle(id: id, seq: seq)
             case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
                 guard let entries = batch.versions(of: id, endingAt: version), sessionExists(id) else { continue }
-                let first = Int64(bitPattern: entries[0].version)
-                let chunk = ByteBuffer(bytes: HistoryChunk(entries: entries).encoded())
-                // The row moves forward only from an older version; its history chunk is written
-                // only if it did.
-                let result = send(
-                    """
-                    WITH moved AS (
-                        UPDATE reactor_sessions SET version = \(Int64(bitPattern: version)), state = \(ByteBuffer(bytes: state)),
-                            started_through = \(Int64(bitPattern: startedThrough)),
-                            last_activity = greatest(last_activity, \(lastActivity))
-                        WHERE id = \(id) AND version < \(first) RETURNING id)
-                    INSERT INTO reactor_history(id, first_version, last_version, versions)
-                    SELECT id, \(first), \(Int64(bitPattern: version)), \(chunk) FROM moved
-                    ON CONFLICT (id, first_version) DO UPDATE SET last_version = EXCLUDED.last_version, versions = EXCLUDED.versions
-                    """)
-                versionWrites.append((id, result))
-                if let through = HistoryChunk.trimmedThrough(
-                    firstVersion: entries[0].version, lastVersion: version,
-                    capacity: historyCapacity)
-                {
-                    _ = send("DELETE FROM reactor_history WHERE id = \(id) AND last_version <= \(Int64(bitPattern: through))")
-                }
+                rows.write(
+                    id: id, version: version, state: state, startedThrough: startedThrough, lastActivity: lastActivity,
+                    entries: entries,
+                    trimThrough: HistoryChunk.trimmedThrough(
+                        firstVersion: entries[0].version, lastVersion: version, capacity: historyCapacity))
             case .touch(let id, let lastActivity):
                 guard sessionExists(id) else { continue }
                 _ = send("UPDATE reactor_sessions SET last_activity = greatest(last_activity, \(lastActivity)) WHERE id = \(id)")
             case .delete(let id):
-                sendActionRecords()
+                sendGathered()
                 _ = send("DELETE FROM reactor_sessions WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_history WHERE id = \(id)")
                 _ = send("DELETE FROM reactor_actions WHERE id = \(id)")
@@ -255,12 +246,14 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                 _ = send("UPDATE reactor_sessions SET published_ahead = true WHERE id = \(id)")
             }
         }
-        sendActionRecords()
+        sendGathered()
         // Every result is awaited, so that an error anywhere fails the batch (after an error,
         // PostgreSQL would answer the COMMIT with a rollback).
         for future in pending { _ = try future.wait() }
-        for (id, result) in versionWrites where try result.wait().metadata.rows == 0 {
-            outcome.stale.insert(id)
+        for (ids, result) in versionWrites {
+            var moved: Set<String> = []
+            for row in try result.wait().rows { moved.insert(try row.decode(String.self)) }
+            for id in ids where !moved.contains(id) { outcome.stale.insert(id) }
         }
         return outcome
     }

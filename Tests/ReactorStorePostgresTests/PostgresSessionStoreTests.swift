@@ -144,6 +144,30 @@ struct PostgresSessionStoreTests {
         #expect(try store.load(id: ids[2])?.pendingActions.isEmpty == true)
     }
 
+    @Test func aSessionWhoseRowIsAheadOfTheBatchIsReportedStaleAndTheOthersMove() async throws {
+        let store = try node("a")
+        defer { store.close() }
+        let (ahead, behind) = (newID(), newID())
+        #expect(try store.commit([ahead, behind].map { .create(id: $0, type: "counter", state: bytes("0"), lastActivity: 100) }).isEmpty)
+        for id in [ahead, behind] { #expect(try store.load(id: id) != nil) }
+        // Another writer moved one row past what this node is about to write.
+        try await execute("UPDATE reactor_sessions SET version = 50, state = '\\x3530' WHERE id = '\(ahead)'")
+        let writes: [SessionWrite] = [ahead, behind].flatMap { id in
+            (1...2 as ClosedRange<UInt64>).map { version in
+                SessionWrite.version(
+                    id: id, version: version, state: bytes("\(version)"), startedThrough: 0, producedBy: 0, lastActivity: 200)
+            }
+        }
+        #expect(try store.commit(writes) == [ahead])
+        let kept = try #require(try store.load(id: ahead))
+        #expect(kept.version == 50)
+        #expect(kept.state == bytes("50"))
+        let moved = try #require(try store.load(id: behind))
+        #expect(moved.version == 2)
+        #expect(moved.state == bytes("2"))
+        #expect(moved.history.map(\.version) == [0, 1, 2])
+    }
+
     @Test func aNewSessionIsUnclaimedAndTheFirstNodeToLoadItOwnsIt() throws {
         let (a, b) = (try node("a"), try node("b"))
         defer {
