@@ -8,8 +8,8 @@ import PostgresNIO
 /// An action accepted and settled in the same batch is in neither (``SessionBatch`` leaves both
 /// out), so the two statements never touch the same row and may run in either order.
 struct ActionRecords {
-    /// Accepted actions, in order; an action written twice (renumbered at activation) keeps its
-    /// last record, as one statement may not insert the same key twice.
+    /// Accepted actions, in order, each once: should one action's record be queued twice, the
+    /// last is kept, as one `INSERT … ON CONFLICT` may not touch a row twice.
     private var accepted: [Key: Int] = [:]
     private var acceptedIDs: [String] = []
     private var acceptedSeqs: [Int64] = []

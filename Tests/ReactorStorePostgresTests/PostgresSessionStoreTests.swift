@@ -118,8 +118,8 @@ struct PostgresSessionStoreTests {
         #expect(try store.commit(ids.map { .create(id: $0, type: "counter", state: bytes("0"), lastActivity: 100) }).isEmpty)
         // Loaded, so that this node owns them and may write them.
         for id in ids { #expect(try store.load(id: id) != nil) }
-        // Two actions of each session accepted in one batch, the second sent twice (renumbered
-        // records are written again): one record each.
+        // Two actions of each session accepted in one batch, the second's record queued twice:
+        // one record each, the last.
         var writes: [SessionWrite] = []
         for id in ids {
             for seq in 1...2 as ClosedRange<UInt64> { writes.append(.accept(id: id, seq: seq, action: bytes("\"a\(seq)\""))) }
