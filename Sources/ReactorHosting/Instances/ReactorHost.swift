@@ -81,6 +81,9 @@ package final class ReactorHost: Sendable {
     let leaving = Locked<Set<String>>([])
     /// The activations under way, by id: later requests for the id wait for them.
     private let activations = Locked<[InstanceKey: DispatchGroup]>([:])
+    /// Ids whose instance was deleted or expired and whose deletion the store has not yet
+    /// committed: not brought back from the store meanwhile, which still has them.
+    private let deleting = Locked<Set<String>>([])
     /// When this host started, on the wall clock (milliseconds since 1970).
     private let startedAt: Int64
 
@@ -204,6 +207,7 @@ package final class ReactorHost: Sendable {
         if isHandingOff { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
         let id = id()
         if leaving.withLock({ $0.contains(id) }) { throw HostingError.ownedElsewhere(retryAfterSeconds: 1) }
+        if deleting.withLock({ $0.contains(id) }) { return nil }
         // One activation of an id at a time: a second one would replay its acknowledged actions
         // a second time before it found the first in the table. Requests arriving meanwhile
         // wait for it, then take what it activated (or try again themselves).
@@ -271,6 +275,11 @@ package final class ReactorHost: Sendable {
         }
         if let activated, activated !== instance {
             activated.dispose(nil)  // not expected: activations of an id take turns
+        } else if deleting.withLock({ $0.contains(id) }) {
+            // Deleted while it loaded: the store had it still, and is about to drop it. Memory
+            // never keeps what the store no longer has (see `deleteStored`).
+            table.remove(id)?.dispose(.deleted)
+            return nil
         } else {
             configuration.storeObserver.activated(DispatchTime.now().uptimeNanoseconds &- started)
             logger.debug("instance activated", metadata: ["instance": "\(InstanceID.logLabel(id))"])
@@ -304,7 +313,27 @@ package final class ReactorHost: Sendable {
             if let owner = removed.owner { quota?.release(owner) }
             return .some(nil)
         }
-        return .some(committer.enqueueAcknowledged(.delete(id: id)))
+        return .some(deleteStored([id], reason: .deleted, by: committer).first ?? nil)
+    }
+
+    /// Queues the deletion of the stored sessions of `ids`, whose instances just left memory, and
+    /// keeps them from being brought back from the store until it is committed (or has failed):
+    /// a request in between would find the session there still, and its instance would outlive
+    /// the session. One brought back already, between leaving memory and now, is disposed of
+    /// with `reason`; one whose activation is still under way sees `deleting` once it has put its
+    /// instance in the table (both check the other's lock after taking their own step).
+    /// - Returns: each deletion's ticket, as ``GroupCommitter/enqueueAcknowledged(_:of:inAnyDurability:)``
+    ///   gives it.
+    private func deleteStored(_ ids: [String], reason: StreamEndReason, by committer: GroupCommitter) -> [CommitTicket?] {
+        deleting.withLock { $0.formUnion(ids) }
+        var tickets: [CommitTicket?] = []
+        for id in ids {
+            table.remove(id)?.dispose(reason)
+            tickets.append(committer.enqueueAcknowledged(.delete(id: id)))
+        }
+        let deleting = self.deleting
+        committer.afterCommit { deleting.withLock { $0.subtract(ids) } }
+        return tickets
     }
 
     /// Deletes instances idle past the idle timeout with no subscriber (and, with a store,
@@ -315,12 +344,9 @@ package final class ReactorHost: Sendable {
         let expired = table.removeIdle(before: cutoff)
         for instance in expired {
             instance.dispose(.expired)
-            if let committer {
-                committer.enqueue(.delete(id: instance.id))
-            } else if let owner = instance.owner {
-                quota?.release(owner)
-            }
+            if committer == nil, let owner = instance.owner { quota?.release(owner) }
         }
+        if let committer, !expired.isEmpty { _ = deleteStored(expired.map(\.id), reason: .expired, by: committer) }
         return expired
     }
 
