@@ -38,7 +38,7 @@ import Testing
         held.hold()
         clock.withLock { $0 += 2_000_000_000 }
         #expect(host.expireIdle().map(\.id) == [id])
-        held.waitUntilCommitting()
+        await held.untilCommitting()
         #expect(try store.contains(id: id))
         #expect(try host.instance(id: id) == nil)
         held.release()
@@ -55,7 +55,7 @@ import Testing
         await committed(host)
         held.hold()
         let ticket: CommitTicket? = try #require(try host.delete(id: id))
-        held.waitUntilCommitting()
+        await held.untilCommitting()
         #expect(try host.instance(id: id) == nil)
         // Gone already: a second delete finds nothing to delete.
         let again = try host.delete(id: id)
@@ -67,17 +67,33 @@ import Testing
     }
 }
 
-/// Holds commits from `hold()` until `release()`.
+/// Holds commits from `hold()` until `release()`. The test waits for a held commit without
+/// blocking a thread of the concurrency pool (`untilCommitting()`); only the commit thread waits.
 private final class HeldCommits: Sendable {
-    private let state = Locked<(holding: Bool, waiting: Int)>((false, 0))
-    private let committing = DispatchSemaphore(value: 0)
+    private struct State {
+        var holding = false
+        var waiting = 0
+        var arrived: CheckedContinuation<Void, Never>?
+        var hasArrived = false
+    }
+
+    private let state = Locked(State())
     private let released = DispatchSemaphore(value: 0)
 
     /// Commits from now on wait at the gate.
     func hold() { state.withLock { $0.holding = true } }
 
     /// Returns once a commit waits at the gate.
-    func waitUntilCommitting() { committing.wait() }
+    func untilCommitting() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.hasArrived { return true }
+                state.arrived = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 
     /// Lets the waiting commit, and every later one, through.
     func release() {
@@ -89,14 +105,17 @@ private final class HeldCommits: Sendable {
         for _ in 0..<waiting { released.signal() }
     }
 
-    /// Called as a commit begins.
+    /// Called as a commit begins, on the commit thread.
     func pass(_ writes: [SessionWrite]) {
-        let waits = state.withLock { state -> Bool in
-            if state.holding { state.waiting += 1 }
-            return state.holding
+        let (waits, arrived) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard state.holding else { return (false, nil) }
+            state.waiting += 1
+            state.hasArrived = true
+            defer { state.arrived = nil }
+            return (true, state.arrived)
         }
         guard waits else { return }
-        committing.signal()
+        arrived?.resume()
         released.wait()
     }
 }
