@@ -30,12 +30,18 @@ import Testing
         await withCheckedContinuation { done in host.committer!.afterCommit { done.resume() } }
     }
 
-    @Test func anExpiredSessionIsNotBroughtBackWhileItsDeletionWaitsForItsCommit() async throws {
-        let host = makeHost()
-        defer { host.shutdown() }
+    /// A counter whose creation is committed; the commits after it are held.
+    private func storedCounter(on host: ReactorHost) async throws -> String {
         let id = try host.create(#require(host.registry.type(named: "counter"))).0.id
         await committed(host)
         held.hold()
+        return id
+    }
+
+    @Test func anExpiredSessionIsNotBroughtBackWhileItsDeletionWaitsForItsCommit() async throws {
+        let host = makeHost()
+        defer { host.shutdown() }
+        let id = try await storedCounter(on: host)
         clock.withLock { $0 += 2_000_000_000 }
         #expect(host.expireIdle().map(\.id) == [id])
         await held.untilCommitting()
@@ -51,9 +57,7 @@ import Testing
     @Test func aDeletedSessionIsNotBroughtBackWhileItsDeletionWaitsForItsCommit() async throws {
         let host = makeHost()
         defer { host.shutdown() }
-        let id = try host.create(#require(host.registry.type(named: "counter"))).0.id
-        await committed(host)
-        held.hold()
+        let id = try await storedCounter(on: host)
         let ticket: CommitTicket? = try #require(try host.delete(id: id))
         await held.untilCommitting()
         #expect(try host.instance(id: id) == nil)

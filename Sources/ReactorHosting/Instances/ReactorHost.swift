@@ -313,7 +313,9 @@ package final class ReactorHost: Sendable {
             if let owner = removed.owner { quota?.release(owner) }
             return .some(nil)
         }
-        return .some(deleteStored([id], reason: .deleted, by: committer).first ?? nil)
+        var ticket: CommitTicket?
+        deleteStored([id], reason: .deleted, by: committer) { ticket = committer.enqueueAcknowledged(.delete(id: $0)) }
+        return .some(ticket)
     }
 
     /// Queues the deletion of the stored sessions of `ids`, whose instances just left memory, and
@@ -322,18 +324,18 @@ package final class ReactorHost: Sendable {
     /// the session. One brought back already, between leaving memory and now, is disposed of
     /// with `reason`; one whose activation is still under way sees `deleting` once it has put its
     /// instance in the table (both check the other's lock after taking their own step).
-    /// - Returns: each deletion's ticket, as ``GroupCommitter/enqueueAcknowledged(_:of:inAnyDurability:)``
-    ///   gives it.
-    private func deleteStored(_ ids: [String], reason: StreamEndReason, by committer: GroupCommitter) -> [CommitTicket?] {
+    /// `queueDeletion` queues each id's `.delete` with `committer`, as its caller needs it (with a
+    /// ticket or without).
+    private func deleteStored(
+        _ ids: [String], reason: StreamEndReason, by committer: GroupCommitter, queueDeletion: (String) -> Void
+    ) {
         deleting.withLock { $0.formUnion(ids) }
-        var tickets: [CommitTicket?] = []
         for id in ids {
             table.remove(id)?.dispose(reason)
-            tickets.append(committer.enqueueAcknowledged(.delete(id: id)))
+            queueDeletion(id)
         }
         let deleting = self.deleting
         committer.afterCommit { deleting.withLock { $0.subtract(ids) } }
-        return tickets
     }
 
     /// Deletes instances idle past the idle timeout with no subscriber (and, with a store,
@@ -346,7 +348,9 @@ package final class ReactorHost: Sendable {
             instance.dispose(.expired)
             if committer == nil, let owner = instance.owner { quota?.release(owner) }
         }
-        if let committer, !expired.isEmpty { _ = deleteStored(expired.map(\.id), reason: .expired, by: committer) }
+        if let committer, !expired.isEmpty {
+            deleteStored(expired.map(\.id), reason: .expired, by: committer) { committer.enqueue(.delete(id: $0)) }
+        }
         return expired
     }
 
