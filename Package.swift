@@ -236,6 +236,7 @@ let package = Package(
             name: "ReactorClientTests",
             dependencies: [
                 "ReactorClient", "ReactorCore", "ReactorExamples", "ProcessSpawning", "Locking", "ReactorHTTP", "ReactorHosting",
+                "TestSupport",
             ]
         ),
     ],

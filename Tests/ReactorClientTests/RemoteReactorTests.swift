@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct RemoteReactorTests {
     @Test func createSendAndTheCountersFourStates() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         #expect(counter.type == "counter")
         #expect(counter.version == 0)
@@ -26,7 +26,7 @@ struct RemoteReactorTests {
     }
 
     @Test func createWithParametersAndTheirRefusalAsATypedError() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(
             type: "counter", parameters: CounterParameters(step: 3),
             at: server.url)
@@ -43,7 +43,7 @@ struct RemoteReactorTests {
     }
 
     @Test func attachByIDFromASecondClient() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let first = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let second = try await RemoteReactor<CounterReactor>.attach(id: first.id, at: server.url)
         #expect(second.id == first.id)
@@ -58,7 +58,7 @@ struct RemoteReactorTests {
     }
 
     @Test func anActionWhoseConnectionIsCutBeforeTheAnswerIsSentAgainAndAppliedOnce() async throws {
-        let server = try ServerProcess(arguments: ["--counter-delay-ms", "300"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "300"])
         let relay = try TCPRelay(to: server.port)
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: relay.url)
         let watcher = try await RemoteReactor<CounterReactor>.attach(id: counter.id, at: server.url)
@@ -79,7 +79,7 @@ struct RemoteReactorTests {
     }
 
     @Test func sendAndWaitReturnsTheSettledState() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
 
         let first = try await counter.send(.increase, andWait: true)
@@ -98,7 +98,7 @@ struct RemoteReactorTests {
     }
 
     @Test func problemsBecomeTypedErrors() async throws {
-        let server = try ServerProcess(arguments: ["--max-body-bytes", "4096"])
+        let server = try await ServerProcess(arguments: ["--max-body-bytes", "4096"])
         let unknownID = await #expect(throws: ReactorProblem.self) {
             try await RemoteReactor<CounterReactor>.attach(id: "AAAAAAAAAAAAAAAAAAAAAA", at: server.url)
         }
@@ -133,7 +133,7 @@ struct RemoteReactorTests {
     }
 
     @Test func resumesWithNoMissingVersionAfterTheConnectionIsCut() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let relay = try TCPRelay(to: server.port)
         let watcher = try await RemoteReactor<CounterReactor>.create(type: "counter", at: relay.url)
         let sender = try await RemoteReactor<CounterReactor>.attach(id: watcher.id, at: server.url)
@@ -155,16 +155,16 @@ struct RemoteReactorTests {
     }
 
     @Test func continuesAcrossAServerRestartOnADurableStore() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let events = Recorder(counter.events)
         try await events.wait("the stream to open") { $0.lastStatus() == .connected }
         _ = try await counter.send(.increase, andWait: true)
         try await events.wait("version 4") { $0.versions().last == 4 }
 
-        server.stop()
+        await server.stop()
         try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
-        try server.restart()
+        try await server.restart()
 
         let settled = try await counter.send(.increase, andWait: true)
         #expect(settled.version == 8)
@@ -177,7 +177,7 @@ struct RemoteReactorTests {
     }
 
     @Test func takesTheServersStateWhenTheServerWentBackToAnEarlierVersion() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         _ = try await counter.send(.increase, andWait: true)
         let backup = try await server.backUp()
@@ -188,11 +188,11 @@ struct RemoteReactorTests {
 
         // The store is lost and restored from the backup, at version 4: versions 5–8 are gone,
         // and nothing says the server had reached them.
-        server.stop()
+        await server.stop()
         try await events.wait("the stream to drop") { $0.lastStatus() == .reconnecting }
         try server.loseStore()
         try await server.restore(from: backup)
-        try server.restart()
+        try await server.restart()
         try await events.wait("the server's state, though older") { $0.versions().last == 4 }
         #expect(counter.version == 4)
         #expect(counter.currentState.value == 1)
@@ -206,15 +206,15 @@ struct RemoteReactorTests {
     }
 
     @Test func anActionSentWhileTheServerIsDownIsDeliveredOnce() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
-        server.stop()
+        await server.stop()
 
         let queued = counter.send(.increase)
         #expect(counter.queuedActionCount == 1)
         try await observe("the action to find the server down") { counter.isWaitingForServer }
         #expect(!queued.isSettled)
-        try server.restart()
+        try await server.restart()
 
         #expect(try await within(.seconds(30), "the queued action's seq") { try await queued.seq } == 1)
         #expect(counter.queuedActionCount == 0)
@@ -225,12 +225,12 @@ struct RemoteReactorTests {
     }
 
     @Test func theQueueIsBounded() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let configuration = RemoteReactorConfiguration(queueCapacity: 2)
         let counter = try await RemoteReactor<CounterReactor>.create(
             type: "counter", at: server.url,
             configuration: configuration)
-        server.stop()
+        await server.stop()
         let queued = [counter.send(.increase), counter.send(.increase)]
         let refused = counter.send(.increase)
         await #expect(throws: RemoteReactorError.queueFull(limit: 2)) { try await refused.seq }
@@ -241,7 +241,7 @@ struct RemoteReactorTests {
     }
 
     @Test func deletionEndsTheStatesWithTheReason() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let other = try await RemoteReactor<CounterReactor>.attach(id: counter.id, at: server.url)
         let states = Recorder(counter.states)
@@ -265,7 +265,7 @@ struct RemoteReactorTests {
 
     @Test func cancellingTheConsumerClosesTheConnection() async throws {
         // The server sees a client gone when it next writes to it: a heartbeat each second.
-        let server = try ServerProcess(arguments: ["--heartbeat-s", "1"])
+        let server = try await ServerProcess(arguments: ["--heartbeat-s", "1"])
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         #expect(try await server.metric("reactor_event_streams") == 0)
 

@@ -5,7 +5,7 @@ import Testing
 @Suite(.serialized)
 struct EventStreamTests {
     @Test func firstEventIsTheCurrentStateThenEveryChange() async throws {
-        let server = try ServerProcess(arguments: ["--counter-delay-ms", "0"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "0"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
@@ -26,7 +26,7 @@ struct EventStreamTests {
     }
 
     @Test func concurrentClientsOnOneCounterApplyEveryActionOnce() async throws {
-        let server = try ServerProcess(arguments: ["--counter-delay-ms", "0"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "0"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
@@ -64,7 +64,7 @@ struct EventStreamTests {
     }
 
     @Test func reconnectingWithLastEventIDReplaysMissedVersions() async throws {
-        let server = try ServerProcess(arguments: ["--counter-delay-ms", "0"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "0"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
@@ -88,7 +88,7 @@ struct EventStreamTests {
     }
 
     @Test func anExpiredHistoryGivesAFreshSnapshot() async throws {
-        let server = try ServerProcess(arguments: ["--counter-delay-ms", "0", "--history-size", "8"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "0", "--history-size", "8"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
@@ -117,7 +117,7 @@ struct EventStreamTests {
     }
 
     @Test func aMessageSaidInOneRoomInstanceReachesAnother() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let alice = try await client.create("room")
@@ -133,7 +133,7 @@ struct EventStreamTests {
     }
 
     @Test func deletingAnInstanceEndsItsStreams() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
@@ -147,7 +147,7 @@ struct EventStreamTests {
     }
 
     @Test func sigtermEndsOpenStreamsCleanlyAndExitsZero() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         let client = HTTPClient(base: server.base)
         let id = try await client.create("counter")
         let streams = try (0..<3).map { _ in try EventStreamClient(url: "\(server.base)/reactors/\(id)/events") }

@@ -5,7 +5,7 @@ import Testing
 @Suite(.serialized)
 struct LimitsAndErrorsTests {
     @Test func aFailingMutationIsAnErrorEventAndTheInstanceKeepsWorking() async throws {
-        let server = try ServerProcess()
+        let server = try await ServerProcess()
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let id = try await client.create("todo")
@@ -28,7 +28,7 @@ struct LimitsAndErrorsTests {
     }
 
     @Test func theInstanceLimitAnswers429WithRetryAfterAndSparesExistingInstances() async throws {
-        let server = try ServerProcess(arguments: ["--max-instances", "2", "--counter-delay-ms", "0"])
+        let server = try await ServerProcess(arguments: ["--max-instances", "2", "--counter-delay-ms", "0"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let first = try await client.create("counter")
@@ -46,7 +46,7 @@ struct LimitsAndErrorsTests {
     }
 
     @Test func streamLimitsAnswer429PerInstanceAnd503ServerWide() async throws {
-        let server = try ServerProcess(arguments: ["--max-streams", "3", "--max-streams-per-instance", "2"])
+        let server = try await ServerProcess(arguments: ["--max-streams", "3", "--max-streams-per-instance", "2"])
         defer { server.stop() }
         let client = HTTPClient(base: server.base)
         let busy = try await client.create("counter")
@@ -73,13 +73,13 @@ struct LimitsAndErrorsTests {
     }
 
     @Test func corsIsOffByDefaultAndAllowsConfiguredOrigins() async throws {
-        let closed = try ServerProcess()
+        let closed = try await ServerProcess()
         let closedClient = HTTPClient(base: closed.base)
         let plain = try await closedClient.get("/types", headers: ["Origin": "https://app.example"])
         #expect(plain.header("Access-Control-Allow-Origin") == nil)
         closed.stop()
 
-        let open = try ServerProcess(arguments: ["--cors-origins", "https://app.example"])
+        let open = try await ServerProcess(arguments: ["--cors-origins", "https://app.example"])
         defer { open.stop() }
         let client = HTTPClient(base: open.base)
         let allowed = try await client.get("/types", headers: ["Origin": "https://app.example"])

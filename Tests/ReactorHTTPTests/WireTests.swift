@@ -8,8 +8,8 @@ struct WireTests {
     let server: ServerProcess
     let client: HTTPClient
 
-    init() throws {
-        server = try ServerProcess(arguments: ["--counter-delay-ms", "0", "--max-body-bytes", "4096"])
+    init() async throws {
+        server = try await ServerProcess(arguments: ["--counter-delay-ms", "0", "--max-body-bytes", "4096"])
         client = HTTPClient(base: server.base)
     }
 

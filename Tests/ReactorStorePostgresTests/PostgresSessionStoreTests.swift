@@ -190,7 +190,9 @@ struct PostgresSessionStoreTests {
     }
 
     @Test func aNodeWhoseSessionWasClaimedElsewhereWritesNothingOfIt() async throws {
-        let (a, b) = (try node("a"), try node("b"))
+        // a renews its leases every 20 minutes, so not while the test lets one lapse (with the
+        // default 30 s lease it renewed after 10 s, which a slowed test run reached).
+        let (a, b) = (try node("a", lease: .seconds(3600)), try node("b"))
         defer {
             a.close()
             b.close()
@@ -216,7 +218,8 @@ struct PostgresSessionStoreTests {
     }
 
     @Test func aSessionItsOwnerServedAheadOfTheStoreStaysMarkedForTheNodeThatTakesItOver() async throws {
-        let (a, b) = (try node("a"), try node("b"))
+        // a renews nothing while the test lets its lease lapse (as above).
+        let (a, b) = (try node("a", lease: .seconds(3600)), try node("b"))
         defer {
             a.close()
             b.close()

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import ProcessSpawning
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -10,6 +11,10 @@ import Testing
 /// A `reactor-server` for one test, on 127.0.0.1, keeping its sessions in a SQLite file of its
 /// own. It can be stopped (SIGTERM) and started again on the same port with the same store,
 /// which is how the tests restart the server under a connected client.
+///
+/// Starting and stopping wait for the process on a thread of their own: a debug build takes
+/// seconds to start beside the other tests, and two such waits on the concurrency pool's two
+/// threads stalled every test of the run.
 final class ServerProcess: Sendable {
     /// The port, chosen by the first start (port 0) and kept by the restarts.
     let port: UInt16
@@ -32,7 +37,7 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts a server whose counter changes 20 ms after each action, with `arguments` added.
-    init(arguments: [String] = []) throws {
+    init(arguments: [String] = []) async throws {
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("reactor-client-\(UUID().uuidString)/sessions.sqlite").path
         store = "sqlite:" + path
@@ -41,7 +46,7 @@ final class ServerProcess: Sendable {
                 "--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
                 "--store", store,
             ] + arguments
-        let (process, port) = try Self.start(self.arguments + ["--port", "0"])
+        let (process, port) = try await Self.start(self.arguments + ["--port", "0"])
         self.port = port
         self.process = Locked(process)
     }
@@ -49,16 +54,16 @@ final class ServerProcess: Sendable {
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Stops the server with SIGTERM (streams end with `shutdown`) and waits for it to exit 0.
-    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) async {
         guard let process = process.withLock({ $0.take() }) else { return }
         process.signal(SIGTERM)
-        let termination = process.waitForExit()
+        let termination = await onAThreadOfItsOwn { process.waitForExit() }
         #expect(termination == .exited(0), "reactor-server ended with \(termination)", sourceLocation: sourceLocation)
     }
 
     /// Starts the server again on the same port with the same store.
-    func restart() throws {
-        let (process, _) = try Self.start(arguments + ["--port", String(port)])
+    func restart() async throws {
+        let (process, _) = try await Self.start(arguments + ["--port", String(port)])
         self.process.withLock { $0 = process }
     }
 
@@ -98,9 +103,9 @@ final class ServerProcess: Sendable {
     }
 
     /// Starts the executable and waits (bounded) for the line announcing its port.
-    private static func start(_ arguments: [String]) throws -> (SpawnedProcess, UInt16) {
+    private static func start(_ arguments: [String]) async throws -> (SpawnedProcess, UInt16) {
         let process = try SpawnedProcess(executable: executable, arguments: arguments)
-        guard let line = process.readOutputLine(timeout: .seconds(60)),
+        guard let line = await onAThreadOfItsOwn({ process.readOutputLine(timeout: .seconds(60)) }),
             let port = line.split(separator: ":").last.flatMap({ UInt16($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
         else {
             throw TestFailure("reactor-server did not announce its port")
@@ -108,7 +113,14 @@ final class ServerProcess: Sendable {
         return (process, port)
     }
 
-    deinit { stop() }
+    /// A server the test did not stop: stopped here, and its exit checked. This wait blocks the
+    /// thread the test ends on, as a `deinit` cannot await; a stop is a short wait.
+    deinit {
+        guard let process = process.withLock({ $0.take() }) else { return }
+        process.signal(SIGTERM)
+        let termination = process.waitForExit()
+        #expect(termination == .exited(0), "reactor-server ended with \(termination)")
+    }
 }
 
 struct TestFailure: Error, CustomStringConvertible {

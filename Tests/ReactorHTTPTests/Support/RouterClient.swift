@@ -28,6 +28,10 @@ struct RouterClient: Sendable {
     static var defaultConfiguration: ReactorServiceConfiguration {
         var configuration = ReactorServiceConfiguration()
         configuration.reactorThreads = 0
+        // A `?wait=true` here waits for a settled action, not for its timeout: while the tests
+        // run side by side on two cores, the concurrency pool can be held up for seconds
+        // (Foundation's URLSession blocks its threads in `DispatchQueue.sync`).
+        configuration.waitTimeout = .seconds(60)
         return configuration
     }
 

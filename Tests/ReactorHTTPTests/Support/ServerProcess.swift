@@ -1,5 +1,6 @@
 import Foundation
 import ProcessSpawning
+import TestSupport
 import Testing
 
 /// A `reactor-server` process started for a test on 127.0.0.1 with an ephemeral port, stopped
@@ -23,9 +24,11 @@ final class ServerProcess: Sendable {
         return fromArgument.appendingPathComponent("reactor-server")
     }
 
-    /// Starts the server and waits (bounded) for the line announcing its port. Unless told
-    /// otherwise, it keeps its sessions in a new SQLite store of its own.
-    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// Starts the server and waits (bounded) for the line announcing its port, on a thread of
+    /// its own: a debug build takes seconds to start beside the other tests, and such waits on
+    /// the concurrency pool's two threads stalled every test of the run. Unless told otherwise,
+    /// it keeps its sessions in a new SQLite store of its own.
+    init(arguments: [String] = [], environment: [String: String] = [:]) async throws {
         var env = ProcessInfo.processInfo.environment
         if environment["STORE"] == nil && !arguments.contains("--store") {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reactor-server-\(UUID().uuidString)")
@@ -38,7 +41,7 @@ final class ServerProcess: Sendable {
             environment: env
         )
         self.process = process
-        guard let line = process.readOutputLine(timeout: .seconds(60)),
+        guard let line = await onAThreadOfItsOwn({ process.readOutputLine(timeout: .seconds(60)) }),
             let portText = line.split(separator: ":").last,
             let port = UInt16(portText.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
