@@ -54,7 +54,7 @@ final class HTTPTransport: Sendable {
         self.closesConnections = closesConnections
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        self.session = URLSession(configuration: configuration)
+        self.session = URLSession(configuration: configuration, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
     }
 
     /// A transport for sending actions. With FoundationNetworking (Linux), libcurl sends a
@@ -112,7 +112,7 @@ final class HTTPTransport: Sendable {
         var refreshed = false
         while true {
             request.setValue(token.map { "Bearer \($0)" }, forHTTPHeaderField: "Authorization")
-            let (data, response) = try await session.data(for: request)
+            let (data, response) = try await SessionQueues.data(for: request, on: session)
             guard let http = response as? HTTPURLResponse else {
                 throw RemoteReactorError.unexpectedResponse(status: 0, detail: "not an HTTP response")
             }

@@ -29,13 +29,16 @@ final class StreamingRequest: NSObject, URLSessionDataDelegate, Sendable {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // The session keeps its delegate until it is invalidated, below.
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: SessionQueues.delegateQueue())
         let task = session.dataTask(with: request)
+        // Started and ended off the concurrency pool (see `SessionQueues`), in that order.
         continuation.onTermination = { _ in
-            task.cancel()
-            session.invalidateAndCancel()
+            SessionQueues.control {
+                task.cancel()
+                session.invalidateAndCancel()
+            }
         }
-        task.resume()
+        SessionQueues.control { task.resume() }
         return stream
     }
 

@@ -1,0 +1,62 @@
+import Foundation
+import ReactorExamples
+import Testing
+
+@testable import ReactorClient
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The client's requests, started off the concurrency pool, against a live reactor-server.
+@Suite(.timeLimit(.minutes(1)))
+struct SessionQueuesTests {
+    /// A request (and the answer) as `URLSession.data(for:)` gives them.
+    @Test func aRequestIsAnswered() async throws {
+        let server = try await ServerProcess()
+        let session = URLSession(configuration: .ephemeral, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
+        var request = URLRequest(url: server.url.appendingPathComponent("reactors"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"type":"counter"}"#.utf8)
+        let (body, response) = try await SessionQueues.data(for: request, on: session)
+        #expect((response as? HTTPURLResponse)?.statusCode == 201)
+        #expect(String(decoding: body, as: UTF8.self).contains(#""type":"counter""#))
+    }
+
+    /// Cancelling the task that waits cancels the request: the counter changes 5 s after the
+    /// action, and the request waits for that, so an uncancelled one would answer 200 then.
+    @Test func cancellingTheCallerCancelsTheRequest() async throws {
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "5000"])
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
+        let session = URLSession(configuration: .ephemeral, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
+        var request = URLRequest(
+            url: server.url.appendingPathComponent("reactors/\(counter.id)/actions").appending(queryItems: [
+                URLQueryItem(name: "wait", value: "true")
+            ]))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#""increase""#.utf8)
+        let waiting = Task { try await SessionQueues.data(for: request, on: session) }
+        // Until the server has the action (its first state shows the counter loading).
+        _ = try await counter.states.collect { $0.state.isLoading }
+        waiting.cancel()
+        await #expect(throws: URLError.self) { _ = try await waiting.value }
+    }
+
+    /// A task cancelled before its request starts never sends it.
+    @Test func aRequestCancelledBeforeItStartsIsNotSent() async throws {
+        let server = try await ServerProcess()
+        let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
+        let session = URLSession(configuration: .ephemeral, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
+        var request = URLRequest(url: server.url.appendingPathComponent("reactors/\(counter.id)/actions"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#""increase""#.utf8)
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await SessionQueues.data(for: request, on: session)
+        }
+        await #expect(throws: URLError.self) { _ = try await cancelled.value }
+        // The next action is the first the counter got.
+        let (body, _) = try await SessionQueues.data(for: request, on: session)
+        #expect(String(decoding: body, as: UTF8.self).contains(#""seq":1"#))
+    }
+}
