@@ -56,6 +56,7 @@ def test_walkthrough_runs_verbatim(server, tmp_path):
     assert "urn:reactor-server:problem:unknown-instance" in out
     # The counter created with a step of 10, and the parameters refused naming the field.
     assert '"value":10' in lines
+    assert '"value":' not in lines, "the README shows the stepped counter's value alone"
     refused = json.loads(next(line for line in lines if "invalid-parameters" in line))
     assert refused["status"] == 422 and "'step'" in refused["detail"]
 
