@@ -13,14 +13,6 @@ public func onAThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) 
     }
 }
 
-/// Runs `body` on a thread of its own and awaits its result or error without holding a thread
-/// of the concurrency pool.
-public func onAThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// Waits on a semaphore off the cooperative pool, so a blocked wait does not hold a task thread.
 /// - Returns: false when `seconds` passed first (the code under test is stuck).
 public func wait(for semaphore: DispatchSemaphore, seconds: Int = 10) async -> Bool {

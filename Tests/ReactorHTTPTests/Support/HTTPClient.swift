@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import ReactorClient
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -22,29 +24,20 @@ struct Reply: Sendable {
     }
 }
 
-/// A URLSession client for one server.
-///
-/// URLSession is called, and calls back, on queues of this client's own, never on a thread of
-/// the concurrency pool. FoundationNetworking's `data(for:)` starts its task with a
-/// `DispatchQueue.sync`, and its delegate queue runs on the same global queue as the pool: on two
-/// cores, both pool threads were seen blocked there, and every test of the run stalled for
-/// seconds until one came free.
+/// A URLSession client for one server. It calls URLSession, and is called back, off the
+/// concurrency pool, as the Swift client does (`SessionQueues`): with FoundationNetworking, both
+/// pool threads were seen blocked in URLSession on two cores, and every test of the run stalled
+/// for seconds until one came free.
 struct HTTPClient: Sendable {
     let base: String
     private let session: URLSession
-    /// Where tasks are started.
-    private static let starter = DispatchQueue(label: "HTTPClient.starter")
-    /// Where the session calls back.
-    private static let callbacks = DispatchQueue(label: "HTTPClient.callbacks")
 
     init(base: String) {
         self.base = base
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
         configuration.timeoutIntervalForRequest = 30
-        let delegateQueue = OperationQueue()
-        delegateQueue.underlyingQueue = Self.callbacks
-        self.session = URLSession(configuration: configuration, delegate: nil, delegateQueue: delegateQueue)
+        self.session = URLSession(configuration: configuration, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
     }
 
     func send(
@@ -58,19 +51,7 @@ struct HTTPClient: Sendable {
             if headers["Content-Type"] == nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
         }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await withCheckedThrowingContinuation {
-            (answered: CheckedContinuation<(Data, URLResponse), any Error>) in
-            let (session, request) = (self.session, request)
-            Self.starter.async {
-                session.dataTask(with: request) { data, response, error in
-                    if let response {
-                        answered.resume(returning: (data ?? Data(), response))
-                    } else {
-                        answered.resume(throwing: error ?? TestFailure("no answer"))
-                    }
-                }.resume()
-            }
-        }
+        let (data, response) = try await SessionQueues.data(for: request, on: session)
         guard let http = response as? HTTPURLResponse else { throw TestFailure("not an HTTP response") }
         var fields: [String: String] = [:]
         for (key, value) in http.allHeaderFields {
