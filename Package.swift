@@ -177,7 +177,8 @@ let package = Package(
         // with posix_spawn and ends them by PID.
         .target(name: "CProcessSpawning", path: "Tests/CProcessSpawning"),
         .target(name: "ProcessSpawning", dependencies: ["CProcessSpawning", "Locking"], path: "Tests/ProcessSpawning"),
-        // Test support: a seeded random generator, so a failing random sequence can be replayed.
+        // Test support: a seeded random generator, so a failing random sequence can be replayed;
+        // waits off the concurrency pool; scratch directories that remove themselves.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Store test support: sample sessions written as a server writes them, for any store.
         .target(name: "StoreTestSupport", dependencies: ["ReactorHosting"], path: "Tests/StoreTestSupport"),
@@ -198,7 +199,7 @@ let package = Package(
             name: "ReactorStoreSQLiteTests",
             dependencies: [
                 "ReactorStoreSQLite", "ReactorHosting", "Locking", "ReactorCore", "ReactorExamples", "SortedJSON",
-                "StoreTestSupport",
+                "StoreTestSupport", "TestSupport",
             ]
         ),
         // Needs a PostgreSQL server: `make test` starts one (Tests/python/cluster.py with-postgres).
@@ -210,7 +211,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning"], exclude: ["Clients"]),
+        .testTarget(
+            name: "MicroHTTPTests", dependencies: ["MicroHTTP", "Locking", "ProcessSpawning", "TestSupport"], exclude: ["Clients"]),
         .testTarget(
             name: "ReactorHTTPTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import MicroHTTP
@@ -6,13 +7,21 @@ import Testing
 /// The cgroup CPU quota caps the default thread counts; each case lays out the files a kernel
 /// would show under a directory of its own.
 @Suite struct ProcessorCountTests {
+    /// The roots, removed once the test ends.
+    private let scratch: ScratchDirectory
+
+    init() throws {
+        scratch = try ScratchDirectory("cgroup")
+    }
+
     /// A file system root with `files` (paths relative to it) written.
     private func root(_ files: [String: String]) throws -> String {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("cgroup-\(UUID().uuidString)")
+        let root = scratch.url.appendingPathComponent(UUID().uuidString)
         for (path, contents) in files {
             let url = root.appendingPathComponent(path)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try contents.write(to: url, atomically: true, encoding: .utf8)
+            // Not `atomically`: on Linux Foundation leaves the directory it writes aside in.
+            try contents.write(to: url, atomically: false, encoding: .utf8)
         }
         return root.path
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ReactorHosting
+import TestSupport
 import Testing
 
 @testable import ReactorStoreSQLite
@@ -7,14 +8,16 @@ import Testing
 /// Backups of a store in use: written aside, checked and synced, then linked into place, so the
 /// destination's name only ever holds a whole copy, and never replaces a file.
 @Suite struct SQLiteBackupTests {
-    private let directory: URL
+    /// Removed once the test ends.
+    private let scratch: ScratchDirectory
+    private var directory: URL { scratch.url }
     private let source: String
     private let destination: String
 
     init() throws {
-        directory = try makeTemporaryDirectory("sqlite-backup")
-        source = directory.appendingPathComponent("sessions.sqlite").path
-        destination = directory.appendingPathComponent("backup.sqlite").path
+        scratch = try ScratchDirectory("sqlite-backup")
+        source = scratch.path("sessions.sqlite")
+        destination = scratch.path("backup.sqlite")
         try writeStore(at: source, counters: (1...3).map { ("s\($0)", $0) })
     }
 

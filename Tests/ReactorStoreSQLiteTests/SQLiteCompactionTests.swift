@@ -1,5 +1,6 @@
 import Foundation
 import ReactorHosting
+import TestSupport
 import Testing
 
 @testable import ReactorStoreSQLite
@@ -7,10 +8,12 @@ import Testing
 /// Compacting a store: the free pages go back to the file system, every session stays as it was,
 /// and a store in use is refused.
 @Suite struct SQLiteCompactionTests {
-    private let store: String
+    /// Removed once the test ends.
+    private let scratch: ScratchDirectory
+    private var store: String { scratch.path("sessions.sqlite") }
 
     init() throws {
-        store = try makeTemporaryDirectory("sqlite-compact").appendingPathComponent("sessions.sqlite").path
+        scratch = try ScratchDirectory("sqlite-compact")
     }
 
     @Test func theFreePagesOfDeletedSessionsGoBackAndTheRestIsKept() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import ReactorHosting
+import TestSupport
 import Testing
 
 @testable import ReactorStoreSQLite
@@ -7,12 +8,14 @@ import Testing
 /// Restores: the backup takes the store's place, the replaced store is kept beside it, and a
 /// refused restore changes nothing.
 @Suite struct SQLiteRestoreTests {
-    private let directory: URL
+    /// Removed once the test ends.
+    private let scratch: ScratchDirectory
+    private var directory: URL { scratch.url }
     private let backup: String
 
     init() throws {
-        directory = try makeTemporaryDirectory("sqlite-restore")
-        backup = directory.appendingPathComponent("backup.sqlite").path
+        scratch = try ScratchDirectory("sqlite-restore")
+        backup = scratch.path("backup.sqlite")
         try writeStore(at: backup, counters: [("b", 7)])
     }
 

@@ -3,16 +3,19 @@ import Foundation
 import Locking
 import ReactorHosting
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactorStoreSQLite
 
 /// The SQLite store against real files in a temporary directory.
 @Suite struct SQLiteSessionStoreTests {
-    private let directory: URL
+    /// Removed once the test ends.
+    private let scratch: ScratchDirectory
+    private var directory: URL { scratch.url }
 
     init() throws {
-        directory = try makeTemporaryDirectory("sqlite-store")
+        scratch = try ScratchDirectory("sqlite-store")
     }
 
     private func path(_ name: String = "sessions.sqlite") -> String { directory.appendingPathComponent(name).path }

@@ -2,6 +2,7 @@ import Foundation
 import ReactorHosting
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ReactorStoreSQLite
@@ -35,8 +36,9 @@ private final class FailingSource: SessionExporting {
 /// an existing file.
 @Suite struct SessionCopyTests {
     @Test func everySessionIsCopiedWholeAcrossSeveralPages() throws {
-        let directory = try makeTemporaryDirectory("copy")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory("copy")
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
         defer { source.close() }
         // More than two pages of ids.
@@ -75,8 +77,9 @@ private final class FailingSource: SessionExporting {
     }
 
     @Test func aFileAtTheDestinationIsNeverWrittenOver() throws {
-        let directory = try makeTemporaryDirectory("copy")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory("copy")
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
         defer { source.close() }
         _ = try SampleSessions.write(3, into: source)
@@ -92,8 +95,9 @@ private final class FailingSource: SessionExporting {
     }
 
     @Test func aCopyCutOffLeavesNothingAtTheDestination() throws {
-        let directory = try makeTemporaryDirectory("copy")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory("copy")
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let store = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
         _ = try SampleSessions.write(SessionCopy.pageSize * 2 + 3, into: store)
         let source = FailingSource(store, failingAfter: SessionCopy.pageSize * 2)
@@ -110,8 +114,9 @@ private final class FailingSource: SessionExporting {
     }
 
     @Test func aStoreAServerHasOpenCannotBeCopiedFrom() throws {
-        let directory = try makeTemporaryDirectory("copy")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory("copy")
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let path = directory.appendingPathComponent("source.sqlite").path
         let serving = try SQLiteSessionStore(path: path, historyCapacity: 8)
         defer { serving.close() }

@@ -3,13 +3,6 @@ import ReactorHosting
 
 @testable import ReactorStoreSQLite
 
-/// A new, empty directory of the test's own under the system's temporary directory.
-func makeTemporaryDirectory(_ prefix: String) throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
 /// Writes a closed session store at `path` holding a counter session for each id and value.
 func writeStore(at path: String, counters: [(id: String, value: Int)]) throws {
     let store = try SQLiteSessionStore(path: path, historyCapacity: 8)

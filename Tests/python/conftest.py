@@ -71,12 +71,21 @@ STARTER = App("my-service", "STARTER_BIN", ".build/debug/my-service", (),
               {"type": "counter", "parameters": {"step": 3}}, 3)
 
 
+def new_store(prefix: str = "reactor-store-", query: str = "") -> str:
+    """A `--store` value for a new SQLite file in a directory of its own, among this test run's
+    temporary files rather than loose in /tmp."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=Server.store_directory))
+    return f"sqlite:{directory / 'sessions.sqlite'}{query}"
+
+
 class Server:
     """One reactor-server process this test run started."""
 
-    #: Where servers write their logs: set for each test run by `server_logs`, inside pytest's
-    #: own temporary directory (which keeps only the last few runs).
+    #: Where servers write their logs, and where `new_store` makes stores: set for each test run
+    #: by `server_logs`, inside pytest's own temporary directory (which keeps only the last few
+    #: runs).
     log_directory: Path | None = None
+    store_directory: Path | None = None
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, store: str | None = None,
                  preexec_fn=None, app: App = REACTOR_SERVER) -> None:
@@ -94,7 +103,7 @@ class Server:
         process_env = {key: value for key, value in os.environ.items()
                        if key not in {"HOST", "PORT", "COUNTER_DELAY_MS"}}
         if store is None and "--store" not in args and "STORE" not in (env or {}):
-            store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-store-")) / "sessions.sqlite")
+            store = new_store()
         if store is not None:
             process_env["STORE"] = store
         process_env.update(env or {})
@@ -322,8 +331,9 @@ class EventStream:
 
 @pytest.fixture(scope="session", autouse=True)
 def server_logs(tmp_path_factory):
-    """Keeps the servers' logs with this run's temporary files rather than loose in /tmp."""
+    """Keeps the servers' logs and stores with this run's temporary files rather than loose in /tmp."""
     Server.log_directory = tmp_path_factory.mktemp("server-logs")
+    Server.store_directory = tmp_path_factory.mktemp("stores")
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,8 @@ version of a commit while the session has an event stream open; without one, onl
 last (nobody can have been shown the others)."""
 
 import json
-import tempfile
-from pathlib import Path
+
+from conftest import new_store
 
 
 def history(server, instance_id: str, after: int | None = None) -> dict:
@@ -52,7 +52,7 @@ def test_a_refused_action_is_not_in_the_history(server):
 
 
 def test_after_a_restart_the_versions_keep_their_action_and_new_actions_are_named(start_server):
-    store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
+    store = new_store("reactor-history-")
     first = start_server(store=store)
     counter = first.create("counter")["id"]
     stream = first.events(counter)
@@ -78,7 +78,7 @@ def test_after_a_restart_the_versions_keep_their_action_and_new_actions_are_name
 
 
 def test_after_a_restart_an_unwatched_session_keeps_the_last_version_of_each_commit(start_server):
-    store = "sqlite:" + str(Path(tempfile.mkdtemp(prefix="reactor-history-")) / "sessions.sqlite")
+    store = new_store("reactor-history-")
     first = start_server("--counter-delay-ms", "0", store=store)
     counter = first.create("counter")["id"]
     # Without a delay an action's four states are published together; where a commit holds all

@@ -22,6 +22,8 @@ final class ServerProcess: Sendable {
     private let process: Locked<SpawnedProcess?>
     /// The `--store` value.
     private let store: String
+    /// Holds the store and the backups; removed after the server has stopped.
+    private let scratch: ScratchDirectory
 
     /// The built executable: `REACTOR_SERVER_BIN`, else next to the test bundle.
     static var executable: String {
@@ -38,9 +40,8 @@ final class ServerProcess: Sendable {
 
     /// Starts a server whose counter changes 20 ms after each action, with `arguments` added.
     init(arguments: [String] = []) async throws {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("reactor-client-\(UUID().uuidString)/sessions.sqlite").path
-        store = "sqlite:" + path
+        scratch = try ScratchDirectory("reactor-client")
+        store = "sqlite:" + scratch.path("sessions.sqlite")
         self.arguments =
             [
                 "--host", "127.0.0.1", "--log-level", "warning", "--counter-delay-ms", "20",
@@ -69,7 +70,7 @@ final class ServerProcess: Sendable {
 
     /// Backs the running server's store up with `reactor-server backup`; returns the file.
     func backUp() async throws -> String {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("reactor-backup-\(UUID().uuidString).sqlite").path
+        let file = scratch.path("backup-\(UUID().uuidString).sqlite")
         try await run(["backup", file, "--store", store])
         return file
     }

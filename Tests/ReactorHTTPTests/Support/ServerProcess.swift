@@ -8,6 +8,8 @@ import Testing
 final class ServerProcess: Sendable {
     let port: UInt16
     private let process: SpawnedProcess
+    /// The store of a server given none, removed with the helper (after the test has stopped it).
+    private let scratch: ScratchDirectory?
 
     /// The built executable: `REACTOR_SERVER_BIN`, else next to the test bundle.
     static var executable: URL {
@@ -31,8 +33,11 @@ final class ServerProcess: Sendable {
     init(arguments: [String] = [], environment: [String: String] = [:]) async throws {
         var env = ProcessInfo.processInfo.environment
         if environment["STORE"] == nil && !arguments.contains("--store") {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reactor-server-\(UUID().uuidString)")
-            env["STORE"] = "sqlite:" + directory.appendingPathComponent("sessions.sqlite").path
+            let scratch = try ScratchDirectory("reactor-server")
+            env["STORE"] = "sqlite:" + scratch.path("sessions.sqlite")
+            self.scratch = scratch
+        } else {
+            scratch = nil
         }
         for (key, value) in environment { env[key] = value }
         let process = try SpawnedProcess(
