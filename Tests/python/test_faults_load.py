@@ -110,11 +110,29 @@ class Baseline:
         # An existing session, with its history of states already full: the other client
         # (the probe) talks to it while the tests attack the server. Enough actions, too, for the
         # store's journal to pass its window (8,192 rows, a row or two per action here) and be
-        # folded: from then on the store's page cache holds the pages it keeps working on.
+        # folded: from then on the store's page cache holds the pages it keeps working on. Sent by
+        # 8 clients on a connection each, so that the store commits them in groups (one after
+        # another, each waiting for its own commit, they took about 10 s).
         self.instance = instance = server.create("counter")["id"]
-        for _ in range(8400):
-            server.request("POST", f"/reactors/{instance}/actions", '"increase"',
-                           headers={"Content-Type": "application/json"})
+
+        def send_actions(count: int) -> None:
+            connection = http.client.HTTPConnection(HOST, server.port, timeout=10)
+            try:
+                for _ in range(count):
+                    connection.request("POST", f"/reactors/{instance}/actions", body=b'"increase"',
+                                       headers={"Content-Type": "application/json"})
+                    response = connection.getresponse()
+                    response.read()
+                    assert response.status == 202, response.status
+            finally:
+                connection.close()
+        senders = [threading.Thread(target=send_actions, args=(1050,)) for _ in range(8)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join(timeout=60)
+        wait_for(lambda: server.request("GET", f"/reactors/{instance}").json()["state"]["value"] == 8400, 10,
+                 "the warm-up's 8,400 actions to be applied")
         # Streams opened and closed from several threads at once, as the tests below do: the
         # first concurrent connections grow the allocator's per-thread arenas once, and that is
         # working memory, not something the tests should count as not returned.
