@@ -30,7 +30,7 @@ WAIT_S = 10
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
@@ -45,7 +45,10 @@ def browser():
                      "--window-size=1400,1000", "--lang=en-GB", "--no-first-run"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
+    # Chromium keeps a directory of its own in TMPDIR and leaves it there: among this run's files.
+    service = Service(executable_path=chromedriver,
+                      env={**os.environ, "TMPDIR": str(tmp_path_factory.mktemp("chromium"))})
+    driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(WAIT_S)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     yield driver
