@@ -7,8 +7,9 @@ import Synchronization
 ///
 /// libmicrohttpd drops its own wake-up channel when it runs without an internal thread, so a
 /// connection resumed from another thread is noticed only when the loop runs again; ``wake()``
-/// makes it run. Wake-ups that arrive while one is already pending are folded into it.
-final class LoopWaker: Sendable {
+/// makes it run. Wake-ups that arrive while one is already pending are folded into it, and those
+/// asked for inside a ``WakeUpBatch`` are made once, when the batch ends.
+final class LoopWaker: Sendable, BatchableWakeUp {
     /// The `eventfd`; closed when the last holder lets go.
     let descriptor: Int32
     /// Whether a wake-up has been signalled that the loop has not yet taken.
@@ -21,8 +22,12 @@ final class LoopWaker: Sendable {
 
     deinit { close(descriptor) }
 
-    /// Makes the loop run soon; cheap when a wake-up is already pending.
-    func wake() {
+    /// Makes the loop run soon; cheap when a wake-up is already pending. Inside a
+    /// ``WakeUpBatch`` on this thread, once the batch ends.
+    func wake() { WakeUpBatch.wake(self) }
+
+    /// Makes the loop run soon, whatever batch this thread is in.
+    func wakeNow() {
         // Sequentially consistent with `beginTurn`: a waker that finds a wake-up pending knows
         // the loop has not yet begun its next turn, so that turn's run sees what this waker changed.
         guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
@@ -142,7 +147,7 @@ final class EventLoop: Sendable {
     /// this starts). Does not wait: the thread may be busy in a handler that waits for shutdown.
     func requestQuiesce() {
         requests.bitwiseOr(Request.quiesce, ordering: .releasing)
-        context.waker.wake()
+        context.waker.wakeNow()
     }
 
     /// Whether the daemon no longer accepts connections.
@@ -152,7 +157,8 @@ final class EventLoop: Sendable {
     /// that the caller's `MHD_stop_daemon` leaves the shared listen socket open.
     func stop() {
         requests.bitwiseOr(Request.stop, ordering: .releasing)
-        context.waker.wake()
+        // Now, not at the end of a batch this thread may be in: it waits for the loop next.
+        context.waker.wakeNow()
         if let running = thread.withLock({ thread in
             defer { thread = nil }
             return thread

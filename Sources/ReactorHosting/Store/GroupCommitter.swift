@@ -432,9 +432,13 @@ package final class GroupCommitter: Sendable {
             // Encoded here, off the threads that apply actions.
             let writes = queued.taken()
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
-            for completion in completions { completion.body(Self.outcome(of: completion.id, in: outcome)) }
-            if !isSync { settleHeld(through: batch, outcome: outcome) }
-            for body in afterCommit { body() }
+            // The answers and states of the batch resume connections: their event loops are
+            // woken once each, after the last, rather than once per answer.
+            WakeUpBatch.collecting {
+                for completion in completions { completion.body(Self.outcome(of: completion.id, in: outcome)) }
+                if !isSync { settleHeld(through: batch, outcome: outcome) }
+                for body in afterCommit { body() }
+            }
         }
         stopped.signal()
     }
