@@ -19,7 +19,7 @@ import Testing
         try writeStore(at: backup, counters: [("b", 7)])
     }
 
-    private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    private func path(_ name: String) -> String { scratch.path(name) }
 
     @Test func aStoreThatDoesNotExistYetIsMadeFromTheBackup() throws {
         let store = path("new/sessions.sqlite")

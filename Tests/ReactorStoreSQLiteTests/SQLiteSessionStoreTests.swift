@@ -12,13 +12,12 @@ import Testing
 @Suite struct SQLiteSessionStoreTests {
     /// Removed once the test ends.
     private let scratch: ScratchDirectory
-    private var directory: URL { scratch.url }
 
     init() throws {
         scratch = try ScratchDirectory("sqlite-store")
     }
 
-    private func path(_ name: String = "sessions.sqlite") -> String { directory.appendingPathComponent(name).path }
+    private func path(_ name: String = "sessions.sqlite") -> String { scratch.path(name) }
 
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 

@@ -38,8 +38,7 @@ private final class FailingSource: SessionExporting {
     @Test func everySessionIsCopiedWholeAcrossSeveralPages() throws {
         let scratch = try ScratchDirectory("copy")
         defer { withExtendedLifetime(scratch) {} }
-        let directory = scratch.url
-        let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        let source = try SQLiteSessionStore(path: scratch.path("source.sqlite"), historyCapacity: 8)
         defer { source.close() }
         // More than two pages of ids.
         let ids = try SampleSessions.write(SessionCopy.pageSize * 2 + 7, into: source)
@@ -47,7 +46,7 @@ private final class FailingSource: SessionExporting {
         let restored = ids[4]
         try SQLiteConnection(path: source.path, create: false).execute("UPDATE sessions SET shown_through = 90 WHERE id = '\(restored)'")
 
-        let destination = directory.appendingPathComponent("copied/sessions.sqlite").path
+        let destination = scratch.path("copied/sessions.sqlite")
         let summary = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination))
 
         #expect(summary.sessions == ids.count)
@@ -72,18 +71,17 @@ private final class FailingSource: SessionExporting {
         #expect(try copy.load(id: ids[5])?.pendingActions.map(\.seq) == [5])
         #expect(try copy.load(id: ids[5])?.rememberedKeys.count == 5)
         // Nothing is left beside the copy.
-        let left = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("copied").path)
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("copied"))
         #expect(left.allSatisfy { !$0.contains("partial") })
     }
 
     @Test func aFileAtTheDestinationIsNeverWrittenOver() throws {
         let scratch = try ScratchDirectory("copy")
         defer { withExtendedLifetime(scratch) {} }
-        let directory = scratch.url
-        let source = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        let source = try SQLiteSessionStore(path: scratch.path("source.sqlite"), historyCapacity: 8)
         defer { source.close() }
         _ = try SampleSessions.write(3, into: source)
-        let destination = directory.appendingPathComponent("taken.sqlite").path
+        let destination = scratch.path("taken.sqlite")
         try Data("someone's file".utf8).write(to: URL(fileURLWithPath: destination))
 
         #expect {
@@ -97,27 +95,25 @@ private final class FailingSource: SessionExporting {
     @Test func aCopyCutOffLeavesNothingAtTheDestination() throws {
         let scratch = try ScratchDirectory("copy")
         defer { withExtendedLifetime(scratch) {} }
-        let directory = scratch.url
-        let store = try SQLiteSessionStore(path: directory.appendingPathComponent("source.sqlite").path, historyCapacity: 8)
+        let store = try SQLiteSessionStore(path: scratch.path("source.sqlite"), historyCapacity: 8)
         _ = try SampleSessions.write(SessionCopy.pageSize * 2 + 3, into: store)
         let source = FailingSource(store, failingAfter: SessionCopy.pageSize * 2)
         defer { source.close() }
-        let destination = directory.appendingPathComponent("copy.sqlite").path
+        let destination = scratch.path("copy.sqlite")
 
         #expect {
             _ = try SessionCopy.copy(from: source, into: try SQLiteSessionImport(path: destination))
         } throws: { error in
             "\(error)".contains("the source broke")
         }
-        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("copy") }
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.hasPrefix("copy") }
         #expect(left.isEmpty)
     }
 
     @Test func aStoreAServerHasOpenCannotBeCopiedFrom() throws {
         let scratch = try ScratchDirectory("copy")
         defer { withExtendedLifetime(scratch) {} }
-        let directory = scratch.url
-        let path = directory.appendingPathComponent("source.sqlite").path
+        let path = scratch.path("source.sqlite")
         let serving = try SQLiteSessionStore(path: path, historyCapacity: 8)
         defer { serving.close() }
         // The copy opens its source as a server does: the lock refuses it.

@@ -71,11 +71,15 @@ STARTER = App("my-service", "STARTER_BIN", ".build/debug/my-service", (),
               {"type": "counter", "parameters": {"step": 3}}, 3)
 
 
-def new_store(prefix: str = "reactor-store-", query: str = "") -> str:
-    """A `--store` value for a new SQLite file in a directory of its own, among this test run's
-    temporary files rather than loose in /tmp."""
-    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=Server.store_directory))
-    return f"sqlite:{directory / 'sessions.sqlite'}{query}"
+def new_store_directory(prefix: str = "reactor-store-") -> Path:
+    """A new directory for a store, among this test run's temporary files rather than loose in
+    /tmp."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=Server.store_directory))
+
+
+def new_store(prefix: str = "reactor-store-") -> str:
+    """A `--store` value for a new SQLite file in a directory of its own (`new_store_directory`)."""
+    return f"sqlite:{new_store_directory(prefix) / 'sessions.sqlite'}"
 
 
 class Server:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Server, new_store, request, server_binary
+from conftest import Server, new_store, new_store_directory, request, server_binary
 from faults_support import wait_for
 
 
@@ -443,8 +443,8 @@ def test_an_unwritable_store_path_stops_the_server_naming_it(tmp_path):
 
 
 def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_server):
-    store = new_store("reactor-full-", "?max_page_count=60")
-    directory = Path(store.removeprefix("sqlite:").split("?")[0]).parent
+    directory = new_store_directory("reactor-full-")
+    store = f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=60"
     server = start_server("--counter-delay-ms", "0", store=store)
     assert server.request("GET", "/readyz").json() == {"status": "ready"}
     created = []
