@@ -98,6 +98,10 @@ final class ServiceMetrics: Sendable {
             "reactor_store_async_queue_full_total",
             "With async durability, writes that waited for their commit (their action's 202, their state) because \(GroupCommitter.queuedAheadLimit) writes were already queued: the store falls behind."
         )
+        let settleTimeouts = registry.counter(
+            "reactor_store_settle_wait_timeouts_total",
+            "With sync durability, commits that waited for the actions whose records they held to settle, and took them before all had (those actions take longer than a commit): their records were written, and their states go in a later commit."
+        )
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -110,7 +114,8 @@ final class ServiceMetrics: Sendable {
             counted: { stored.set(to: Double($0)) },
             damaged: { damaged.increment() },
             measured: { size.set(to: Double($0)) },
-            queueFull: { queueFull.increment() })
+            queueFull: { queueFull.increment() },
+            settleWaitTimedOut: { _ in settleTimeouts.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.

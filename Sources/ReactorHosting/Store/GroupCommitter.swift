@@ -36,6 +36,14 @@ public enum Durability: Sendable, Equatable {
 /// With ``Durability/async`` a session's versions also wait in its ``LatestVersionSlot`` rather
 /// than in the queue, which drops there those the store would not keep; the batch takes the rest.
 ///
+/// With ``Durability/sync``, a batch that holds the records of actions still in flight waits a
+/// moment before it is taken (``settleWindow``, and no longer than the last commit took) for
+/// those actions to settle: then the versions they produce go into the same commit, and their
+/// records are not written at all (see ``QueuedBatch``). At a moderate rate, where each action
+/// would otherwise be committed twice (its record, then its versions a commit later), a state
+/// reaches its streams one commit sooner and the store commits about half as often; an action
+/// that takes longer is committed when the wait ends, as before.
+///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
 /// (``failedInstances``), so that memory never runs ahead of the store; their next request loads
@@ -50,6 +58,9 @@ package final class GroupCommitter: Sendable {
         /// Run after the next commit in either durability (see `afterCommit`).
         var afterCommit: [@Sendable () -> Void] = []
         var isSleeping = false
+        /// With ``Durability/sync``: the thread waits for the actions of the batch's records to
+        /// settle (see ``settleWindow``), and is woken once they all have.
+        var isAwaitingSettles = false
         var isStopping = false
         var lastError: SessionStoreError?
         var failedAt: UInt64 = 0
@@ -90,6 +101,11 @@ package final class GroupCommitter: Sendable {
     package let durability: Durability
     /// How long new work is refused after a failed commit, before writes are tried again.
     package let retryPause: Duration
+    /// With ``Durability/sync``: the longest a batch waits, before it is taken, for the actions
+    /// whose records it holds to settle, so that their versions share their commit. The wait is
+    /// also no longer than the last commit took: waiting longer would cost more than committing
+    /// the versions on their own.
+    package let settleWindow: Duration
     private let queue = Locked(Queue())
     /// Whether `Queue.lastError` is set: read without the lock by every action (``lastError``),
     /// set and cleared under it.
@@ -118,7 +134,7 @@ package final class GroupCommitter: Sendable {
     /// Starts the committing thread.
     package init(
         store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
-        observer: StoreObserver = StoreObserver(),
+        settleWindow: Duration = .milliseconds(1), observer: StoreObserver = StoreObserver(),
         staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
         failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }
     ) {
@@ -127,6 +143,7 @@ package final class GroupCommitter: Sendable {
         self.durability = durability
         self.logger = logger
         self.retryPause = retryPause
+        self.settleWindow = settleWindow
         self.staleWriters = staleWriters
         self.failedInstances = failedInstances
         var error: Int32 = 0
@@ -239,9 +256,10 @@ package final class GroupCommitter: Sendable {
                 queuedAt != nil && queue.writes.count < Self.queuedAheadLimit && (queue.held.isEmpty || queue.held[id] == nil)
             queue.writes.append(write, of: session, carryableSince: isCarryable ? queuedAt : nil)
             if isSync {
-                guard awaitingCommit else { return (false, false, false) }
+                let settlesAwaited = settlesArrived(&queue)
+                guard awaitingCommit else { return (false, settlesAwaited, false) }
                 if let completion = waiting() { queue.completions.append((id, completion)) }
-                return (true, wakeIfSleeping(&queue), false)
+                return (true, wakeIfSleeping(&queue) || settlesAwaited, false)
             }
             queuedWriteCount.store(queue.writes.count, ordering: .relaxed)
             // Async: at once, unless asked to wait or the queue is full; then after its commit.
@@ -375,6 +393,32 @@ package final class GroupCommitter: Sendable {
         return true
     }
 
+    /// Sync: whether to wake the thread because the actions it waits on have all settled.
+    private func settlesArrived(_ queue: inout Queue) -> Bool {
+        guard queue.isAwaitingSettles, queue.writes.awaitedAccepts == 0 else { return false }
+        queue.isAwaitingSettles = false
+        return true
+    }
+
+    /// Sync: waits, before the queued batch is taken, until the actions whose records it holds
+    /// have settled, or `limit` nanoseconds have passed (see ``settleWindow``).
+    private func awaitSettles(forAtMost limit: UInt64) {
+        let awaited = queue.withLock { queue -> Int in
+            guard !queue.isStopping else { return 0 }
+            let awaited = queue.writes.awaitSettles()
+            queue.isAwaitingSettles = awaited > 0
+            return awaited
+        }
+        guard awaited > 0 else { return }
+        observer.awaitingSettles(awaited)
+        _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: limit)))
+        let unsettled = queue.withLock { queue -> Int in
+            queue.isAwaitingSettles = false
+            return queue.writes.awaitedAccepts
+        }
+        if unsettled > 0 { observer.settleWaitTimedOut(unsettled) }
+    }
+
     /// Async: whether to wake the thread so that it commits without waiting out its flush
     /// interval (once per batch it takes).
     private func commitSoon(_ queue: inout Queue) -> Bool {
@@ -388,7 +432,10 @@ package final class GroupCommitter: Sendable {
         /// With async: when the oldest record carried over into the queued batch was queued, and
         /// when that batch's predecessor was taken.
         var carried: (since: UInt64, takenAt: UInt64)?
+        /// With sync: how long the last commit took (nanoseconds); at first the settle window.
+        var lastCommit = settleWindow.nanoseconds
         while true {
+            if isSync { awaitSettles(forAtMost: min(lastCommit, settleWindow.nanoseconds)) }
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 // A carried record waits no longer in all than one queued just after a take.
                 let waited = carried.map { $0.takenAt &- $0.since } ?? 0
@@ -431,7 +478,9 @@ package final class GroupCommitter: Sendable {
             }
             // Encoded here, off the threads that apply actions.
             let writes = queued.taken()
+            let committing = DispatchTime.now().uptimeNanoseconds
             let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
+            if !writes.isEmpty { lastCommit = DispatchTime.now().uptimeNanoseconds &- committing }
             // The answers and states of the batch resume connections: their event loops are
             // woken once each, after the last, rather than once per answer.
             WakeUpBatch.collecting {

@@ -23,6 +23,14 @@ struct QueuedBatch {
     /// Whether a write was queued without its session: the batch then carries nothing over, as
     /// such a write (a release, a delete) may need the session's records committed before it.
     private var hasUntrackedWrites = false
+    /// The records in the batch of actions that have not settled in it (those queued with their
+    /// session and no idempotency key, which a settle in the batch leaves out).
+    private(set) var unsettledAccepts = 0
+    /// Of the records queued before ``awaitSettles()`` was last called, how many have not settled
+    /// in the batch since.
+    private(set) var awaitedAccepts = 0
+    /// How many writes the batch held when ``awaitSettles()`` was last called.
+    private var awaitedBefore = 0
 
     /// An empty batch numbered `number`, with room for `capacity` writes (as many as the batch
     /// before it had, so that queuing rarely grows the array).
@@ -51,13 +59,19 @@ struct QueuedBatch {
         if session.join(number) { sessions.append(session) }
         switch write {
         case .ready(.accept(_, let seq, _, let key)):
-            if key == nil { session.accepts.append((seq, writes.count, carryableSince)) }
+            if key == nil {
+                session.accepts.append((seq, writes.count, carryableSince))
+                unsettledAccepts += 1
+            }
             if key != nil || carryableSince == nil { session.lastAcceptThatCannotWait = writes.count }
         case .ready(.settle(_, let seq)):
             leaveOutVersions(settledBy: seq, of: session)
             if let accepted = session.accepts.firstIndex(where: { $0.seq == seq }) {
-                writes[session.accepts[accepted].index] = nil
+                let index = session.accepts[accepted].index
+                writes[index] = nil
                 session.accepts.remove(at: accepted)
+                unsettledAccepts -= 1
+                if index < awaitedBefore { awaitedAccepts -= 1 }
                 return
             }
         case .version(let pending):
@@ -92,6 +106,16 @@ struct QueuedBatch {
         if !isWatched { writes[index] = nil }
     }
 
+    /// Starts counting down the records of actions in flight that the batch holds now
+    /// (``awaitedAccepts``): each leaves the count when its action settles in the batch; those
+    /// queued later are not counted.
+    /// - Returns: how many there are.
+    mutating func awaitSettles() -> Int {
+        awaitedBefore = writes.count
+        awaitedAccepts = unsettledAccepts
+        return awaitedAccepts
+    }
+
     /// Moves to `next` (the batch queued after this one is taken) the records of actions in
     /// flight that may wait for it: acknowledged at once, queued at `earliest` or later, and not
     /// yet started when the session's last version in this batch was made, so that nothing this
@@ -114,6 +138,7 @@ struct QueuedBatch {
             }
             for (write, queuedAt, index) in moving.reversed() {
                 writes[index] = nil
+                unsettledAccepts -= 1
                 next.append(write, of: session, carryableSince: queuedAt)
                 oldest = min(oldest ?? queuedAt, queuedAt)
             }

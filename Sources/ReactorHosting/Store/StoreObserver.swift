@@ -21,6 +21,11 @@ package struct StoreObserver: Sendable {
     /// With async durability, a write waited for its commit because the queue was full
     /// (``GroupCommitter/queuedAheadLimit``): the store falls behind.
     package var queueFull: @Sendable () -> Void
+    /// With sync durability, a batch waits for `actions` in flight whose records it holds to
+    /// settle before it is taken (``GroupCommitter/settleWindow``).
+    package var awaitingSettles: @Sendable (_ actions: Int) -> Void
+    /// That wait ended before the actions had all settled: `unsettled` records go into the commit.
+    package var settleWaitTimedOut: @Sendable (_ unsettled: Int) -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(
@@ -32,7 +37,9 @@ package struct StoreObserver: Sendable {
         counted: @escaping @Sendable (_ sessions: Int) -> Void = { _ in },
         damaged: @escaping @Sendable () -> Void = {},
         measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in },
-        queueFull: @escaping @Sendable () -> Void = {}
+        queueFull: @escaping @Sendable () -> Void = {},
+        awaitingSettles: @escaping @Sendable (_ actions: Int) -> Void = { _ in },
+        settleWaitTimedOut: @escaping @Sendable (_ unsettled: Int) -> Void = { _ in }
     ) {
         self.committed = committed
         self.commitFailed = commitFailed
@@ -43,5 +50,7 @@ package struct StoreObserver: Sendable {
         self.damaged = damaged
         self.measured = measured
         self.queueFull = queueFull
+        self.awaitingSettles = awaitingSettles
+        self.settleWaitTimedOut = settleWaitTimedOut
     }
 }

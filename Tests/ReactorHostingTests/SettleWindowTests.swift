@@ -1,0 +1,100 @@
+import Dispatch
+import Locking
+import Logging
+import TestSupport
+import Testing
+
+@testable import ReactorHosting
+
+/// With `sync`, a batch holding the records of actions in flight waits for them to settle
+/// (`GroupCommitter.settleWindow`), so that their versions share the commit and the records are
+/// never written; an action that does not settle in time is committed when the wait ends.
+@Suite struct SettleWindowTests {
+    /// A sync committer over a store that records each batch it is given; `waiting` is signalled
+    /// each time a batch starts waiting for its actions to settle, and `timeouts` counts the waits
+    /// that ended before they had.
+    private func committer(settleWindow: Duration) -> (
+        GroupCommitter, batches: Locked<[[SessionWrite]]>, waiting: DispatchSemaphore, timeouts: Locked<Int>
+    ) {
+        let batches = Locked<[[SessionWrite]]>([])
+        let waiting = DispatchSemaphore(value: 0)
+        let timeouts = Locked(0)
+        let store = HookedStore(
+            InMemorySessionStore(historyCapacity: 4), beforeCommit: { writes in batches.withLock { $0.append(writes) } })
+        let committer = GroupCommitter(
+            store: store, durability: .sync, logger: Logger(label: "test"), settleWindow: settleWindow,
+            observer: StoreObserver(
+                awaitingSettles: { _ in waiting.signal() }, settleWaitTimedOut: { _ in timeouts.withLock { $0 += 1 } }))
+        return (committer, batches, waiting, timeouts)
+    }
+
+    private func version(_ number: UInt64, producedBy seq: UInt64) -> SessionWrite {
+        .version(
+            id: "session", version: number, state: Array("{\"value\":\(number)}".utf8), startedThrough: seq,
+            producedBy: seq, lastActivity: 1)
+    }
+
+    /// Queues the record of action 1 of `session`, acknowledged once committed: `committed` is
+    /// signalled then, with the outcome in `outcome`.
+    private func accept(on committer: GroupCommitter, of session: QueuedSession) throws -> (
+        committed: DispatchSemaphore, outcome: Locked<CommitOutcome?>
+    ) {
+        let ticket = try #require(
+            committer.enqueueAcknowledged(.accept(id: "session", seq: 1, action: Array("\"increase\"".utf8)), of: session))
+        let committed = DispatchSemaphore(value: 0)
+        let outcome = Locked<CommitOutcome?>(nil)
+        ticket.whenCommitted { result in
+            outcome.withLock { $0 = result }
+            committed.signal()
+        }
+        return (committed, outcome)
+    }
+
+    @Test func anActionsVersionsShareTheCommitOfItsRecordWhichIsNotWritten() async throws {
+        // A window far longer than the test may take: only the settle can end the wait.
+        let (committer, batches, waiting, timeouts) = committer(settleWindow: .seconds(60))
+        defer { committer.stop() }
+        let session = QueuedSession()
+        let (committed, outcome) = try accept(on: committer, of: session)
+        // The action runs once the committer waits for it: its versions, then its settle.
+        #expect(await wait(for: waiting))
+        committer.enqueue(version(1, producedBy: 1), of: session)
+        committer.enqueue(version(2, producedBy: 1), of: session)
+        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        #expect(await wait(for: committed))
+        #expect(outcome.withLock { $0 } == .committed)
+        // One commit, with the two versions only: the record and its settle cancelled out.
+        let written = batches.withLock { $0 }
+        #expect(written.count == 1)
+        #expect(written.first?.map(\.kind) == ["version", "version"])
+        #expect(timeouts.withLock { $0 } == 0)
+    }
+
+    @Test func anActionThatDoesNotSettleIsCommittedWhenTheWindowEnds() async throws {
+        let (committer, batches, waiting, timeouts) = committer(settleWindow: .milliseconds(20))
+        defer { committer.stop() }
+        let (committed, outcome) = try accept(on: committer, of: QueuedSession())
+        // Nothing settles it: the record is committed alone once the wait ends.
+        #expect(await wait(for: waiting))
+        #expect(await wait(for: committed))
+        #expect(outcome.withLock { $0 } == .committed)
+        #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["accept"]])
+        #expect(timeouts.withLock { $0 } == 1)
+    }
+}
+
+extension SessionWrite {
+    /// The case's name, to compare batches by.
+    fileprivate var kind: String {
+        switch self {
+        case .create: "create"
+        case .accept: "accept"
+        case .settle: "settle"
+        case .version: "version"
+        case .touch: "touch"
+        case .delete: "delete"
+        case .release: "release"
+        case .publishingAhead: "publishingAhead"
+        }
+    }
+}
