@@ -12,8 +12,8 @@ import Testing
 @Suite struct SettleWindowTests {
     /// A sync committer over a store that records each batch it is given; `waiting` is signalled
     /// each time a batch starts waiting for its actions to settle, and `timeouts` counts the waits
-    /// that ended before they had.
-    private func committer(settleWindow: Duration) -> (
+    /// that ended before they had. `clock`, when given, times how soon actions settle.
+    private func committer(settleWindow: Duration, clock: Locked<UInt64>? = nil) -> (
         GroupCommitter, batches: Locked<[[SessionWrite]]>, waiting: DispatchSemaphore, timeouts: Locked<Int>
     ) {
         let batches = Locked<[[SessionWrite]]>([])
@@ -21,8 +21,10 @@ import Testing
         let timeouts = Locked(0)
         let store = HookedStore(
             InMemorySessionStore(historyCapacity: 4), beforeCommit: { writes in batches.withLock { $0.append(writes) } })
+        var now: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+        if let clock { now = { clock.withLock { $0 } } }
         let committer = GroupCommitter(
-            store: store, durability: .sync, logger: Logger(label: "test"), settleWindow: settleWindow,
+            store: store, durability: .sync, logger: Logger(label: "test"), settleWindow: settleWindow, settleClock: now,
             observer: StoreObserver(
                 awaitingSettles: { _ in waiting.signal() }, settleWaitTimedOut: { _ in timeouts.withLock { $0 += 1 } }))
         return (committer, batches, waiting, timeouts)
@@ -36,11 +38,11 @@ import Testing
 
     /// Queues the record of action 1 of `session`, acknowledged once committed: `committed` is
     /// signalled then, with the outcome in `outcome`.
-    private func accept(on committer: GroupCommitter, of session: QueuedSession) throws -> (
+    private func accept(on committer: GroupCommitter, of session: QueuedSession, seq: UInt64 = 1) throws -> (
         committed: DispatchSemaphore, outcome: Locked<CommitOutcome?>
     ) {
         let ticket = try #require(
-            committer.enqueueAcknowledged(.accept(id: "session", seq: 1, action: Array("\"increase\"".utf8)), of: session))
+            committer.enqueueAcknowledged(.accept(id: "session", seq: seq, action: Array("\"increase\"".utf8)), of: session))
         let committed = DispatchSemaphore(value: 0)
         let outcome = Locked<CommitOutcome?>(nil)
         ticket.whenCommitted { result in
@@ -80,6 +82,29 @@ import Testing
         #expect(outcome.withLock { $0 } == .committed)
         #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["accept"]])
         #expect(timeouts.withLock { $0 } == 1)
+    }
+
+    @Test func aSessionWhoseActionSettledLateIsNotWaitedForUntilOneSettlesInTime() async throws {
+        // Times how soon actions settle; the wait itself is bounded by the real window.
+        let clock = Locked<UInt64>(0)
+        let (committer, batches, waiting, _) = committer(settleWindow: .milliseconds(20), clock: clock)
+        defer { committer.stop() }
+        let session = QueuedSession()
+        let first = try accept(on: committer, of: session, seq: 1)
+        #expect(await wait(for: waiting))
+        #expect(await wait(for: first.committed))
+        // Committed once the wait for it ended; it settles later than the window.
+        clock.withLock { $0 += 21_000_000 }
+        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        let second = try accept(on: committer, of: session, seq: 2)
+        #expect(await wait(for: second.committed))
+        // Action 2's record was committed without a wait for it.
+        #expect(waiting.wait(timeout: .now()) == .timedOut)
+        #expect(batches.withLock { $0 }.flatMap { $0.map(\.kind) } == ["accept", "settle", "accept"])
+        // It settles within the window (no time passed): the session's next action is waited for again.
+        committer.enqueue(.settle(id: "session", seq: 2), of: session)
+        _ = try accept(on: committer, of: session, seq: 3)
+        #expect(await wait(for: waiting))
     }
 }
 

@@ -39,10 +39,9 @@ public enum Durability: Sendable, Equatable {
 /// With ``Durability/sync``, a batch that holds the records of actions still in flight waits a
 /// moment before it is taken (``settleWindow``, and no longer than the last commit took) for
 /// those actions to settle: then the versions they produce go into the same commit, and their
-/// records are not written at all (see ``QueuedBatch``). At a moderate rate, where each action
-/// would otherwise be committed twice (its record, then its versions a commit later), a state
-/// reaches its streams one commit sooner and the store commits about half as often; an action
-/// that takes longer is committed when the wait ends, as before.
+/// records are not written at all (see ``QueuedBatch``). An action that takes longer is
+/// committed as a record when the wait ends, and the next actions of its session are not waited
+/// for until one of them settles within the window.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
@@ -51,7 +50,7 @@ public enum Durability: Sendable, Equatable {
 /// should be refused; then writes are tried again, and service resumes once one commits.
 package final class GroupCommitter: Sendable {
     private struct Queue {
-        var writes = QueuedBatch(number: 1)
+        var writes: QueuedBatch
         /// Each with the session its write is about (nil: it waits for the whole batch), so a
         /// write the store refused as stale is not reported committed.
         var completions: [(id: String?, body: CommitCompletion)] = []
@@ -106,7 +105,7 @@ package final class GroupCommitter: Sendable {
     /// also no longer than the last commit took: waiting longer would cost more than committing
     /// the versions on their own.
     package let settleWindow: Duration
-    private let queue = Locked(Queue())
+    private let queue: Locked<Queue>
     /// Whether `Queue.lastError` is set: read without the lock by every action (``lastError``),
     /// set and cleared under it.
     private let hasFailed = Atomic<Bool>(false)
@@ -131,10 +130,13 @@ package final class GroupCommitter: Sendable {
     /// ``queuedAheadLimit``.
     private let slottedVersions = Atomic<Int>(0)
 
-    /// Starts the committing thread.
+    /// Starts the committing thread. `settleClock` (monotonic nanoseconds) times how soon a
+    /// session's actions settle (see ``settleWindow``).
     package init(
         store: any SessionStore, durability: Durability, logger: Logger, retryPause: Duration = .seconds(1),
-        settleWindow: Duration = .milliseconds(1), observer: StoreObserver = StoreObserver(),
+        settleWindow: Duration = .milliseconds(1),
+        settleClock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        observer: StoreObserver = StoreObserver(),
         staleWriters: @escaping @Sendable (Set<String>) -> Void = { _ in },
         failedInstances: @escaping @Sendable (Set<String>) -> Void = { _ in }
     ) {
@@ -144,6 +146,8 @@ package final class GroupCommitter: Sendable {
         self.logger = logger
         self.retryPause = retryPause
         self.settleWindow = settleWindow
+        let timing = durability == .sync ? SettleTiming(window: settleWindow.nanoseconds, now: settleClock) : nil
+        queue = Locked(Queue(writes: QueuedBatch(number: 1, settleTiming: timing)))
         self.staleWriters = staleWriters
         self.failedInstances = failedInstances
         var error: Int32 = 0
@@ -451,7 +455,8 @@ package final class GroupCommitter: Sendable {
                 // Swapped out first, so that the taken batch is the only reference to its writes and
                 // carrying records over edits them in place instead of copying them all.
                 var writes = queue.writes
-                queue.writes = QueuedBatch(number: number + 1, reservingCapacity: writes.count)
+                queue.writes = QueuedBatch(
+                    number: number + 1, reservingCapacity: writes.count, settleTiming: writes.settleTiming)
                 var carriedSince: UInt64?
                 // Only from a batch that nothing waits on as a whole: its records of actions in
                 // flight, queued in the last quarter of the interval, may wait for the next one.

@@ -9,10 +9,26 @@
 ///
 /// Only writes queued with their session's ``QueuedSession`` are matched; any other is kept as it is.
 ///
+/// With ``Durability/sync``, the batch counts the records of actions that have not settled in it
+/// (``awaitedAccepts``), for the committer to wait for them (``GroupCommitter/settleWindow``):
+/// only those of sessions whose last action settled within the window of its record being queued,
+/// so that a session whose actions take longer (a `mutate` that calls another service) does not
+/// make each of its acknowledgements wait in vain.
+///
 /// With ``Durability/async``, the record of an action acknowledged at once that had not started
 /// by its session's last version in the batch may wait for the next batch
 /// (``carryOver(queuedSince:into:)``): most such actions settle before then, and their record is
 /// then never written, nor deleted a commit later.
+/// With ``Durability/sync``: the window within which an action must settle, from its record
+/// being queued, for a commit to wait for its session's next ones (``GroupCommitter/settleWindow``),
+/// and the clock that times it.
+struct SettleTiming: Sendable {
+    /// Nanoseconds.
+    let window: UInt64
+    /// Monotonic nanoseconds now.
+    let now: @Sendable () -> UInt64
+}
+
 struct QueuedBatch {
     /// The writes in the order queued; nil where one was left out.
     private(set) var writes: [QueuedWrite?] = []
@@ -23,8 +39,12 @@ struct QueuedBatch {
     /// Whether a write was queued without its session: the batch then carries nothing over, as
     /// such a write (a release, a delete) may need the session's records committed before it.
     private var hasUntrackedWrites = false
-    /// The records in the batch of actions that have not settled in it (those queued with their
-    /// session and no idempotency key, which a settle in the batch leaves out).
+    /// With ``Durability/sync``, how the batch tells whether a session's actions settle soon
+    /// enough for a commit to wait for them; nil: it waits for none.
+    let settleTiming: SettleTiming?
+    /// The records in the batch of actions that have not settled in it and that a commit may wait
+    /// for (see ``settleTiming``; those queued with their session and no idempotency key, which a
+    /// settle in the batch leaves out).
     private(set) var unsettledAccepts = 0
     /// Of the records queued before ``awaitSettles()`` was last called, how many have not settled
     /// in the batch since.
@@ -33,9 +53,11 @@ struct QueuedBatch {
     private var awaitedBefore = 0
 
     /// An empty batch numbered `number`, with room for `capacity` writes (as many as the batch
-    /// before it had, so that queuing rarely grows the array).
-    init(number: UInt64, reservingCapacity capacity: Int = 0) {
+    /// before it had, so that queuing rarely grows the array), counting the records to wait for
+    /// under `settleTiming` (see ``settleTiming``).
+    init(number: UInt64, reservingCapacity capacity: Int = 0, settleTiming: SettleTiming? = nil) {
         self.number = number
+        self.settleTiming = settleTiming
         writes.reserveCapacity(capacity)
     }
 
@@ -60,18 +82,28 @@ struct QueuedBatch {
         switch write {
         case .ready(.accept(_, let seq, _, let key)):
             if key == nil {
-                session.accepts.append((seq, writes.count, carryableSince))
-                unsettledAccepts += 1
+                var awaited = false
+                if let settleTiming {
+                    session.lastAccept = (seq, settleTiming.now())
+                    awaited = session.settlesQuickly
+                }
+                session.accepts.append((seq, writes.count, carryableSince, awaited))
+                if awaited { unsettledAccepts += 1 }
             }
             if key != nil || carryableSince == nil { session.lastAcceptThatCannotWait = writes.count }
         case .ready(.settle(_, let seq)):
             leaveOutVersions(settledBy: seq, of: session)
+            if let settleTiming, session.lastAccept.seq == seq {
+                session.settlesQuickly = settleTiming.now() &- session.lastAccept.at <= settleTiming.window
+            }
             if let accepted = session.accepts.firstIndex(where: { $0.seq == seq }) {
-                let index = session.accepts[accepted].index
+                let (_, index, _, awaited) = session.accepts[accepted]
                 writes[index] = nil
                 session.accepts.remove(at: accepted)
-                unsettledAccepts -= 1
-                if index < awaitedBefore { awaitedAccepts -= 1 }
+                if awaited {
+                    unsettledAccepts -= 1
+                    if index < awaitedBefore { awaitedAccepts -= 1 }
+                }
                 return
             }
         case .version(let pending):
@@ -138,7 +170,6 @@ struct QueuedBatch {
             }
             for (write, queuedAt, index) in moving.reversed() {
                 writes[index] = nil
-                unsettledAccepts -= 1
                 next.append(write, of: session, carryableSince: queuedAt)
                 oldest = min(oldest ?? queuedAt, queuedAt)
             }
@@ -183,9 +214,10 @@ package final class QueuedSession: @unchecked Sendable {
     /// session once per batch among those whose slots to empty when it takes the batch.
     var slottedIn: UInt64 = 0
     fileprivate var batch: UInt64 = 0
-    /// Actions accepted in the batch, not yet settled, where their records are, and when those
-    /// that may wait for the next batch were queued.
-    fileprivate var accepts: [(seq: UInt64, index: Int, carryableSince: UInt64?)] = []
+    /// Actions accepted in the batch, not yet settled, where their records are, when those
+    /// that may wait for the next batch were queued, and whether a commit may wait for them to
+    /// settle (see ``QueuedBatch/settleTiming``).
+    fileprivate var accepts: [(seq: UInt64, index: Int, carryableSince: UInt64?, awaited: Bool)] = []
     /// The session's last version in the batch; `settled`: its action has settled (or none produced it).
     fileprivate var lastVersion: (index: Int, producedBy: UInt64, settled: Bool)?
     /// Where the last record of the batch that may not wait for the next one is (a record with
@@ -197,6 +229,13 @@ package final class QueuedSession: @unchecked Sendable {
     fileprivate var waiting: [(index: Int, producedBy: UInt64)] = []
     /// Whether the session had readers when first asked in the batch.
     fileprivate var isWatched: Bool?
+    /// With ``Durability/sync``, across batches: the session's last action whose record was queued,
+    /// and when (monotonic nanoseconds), to tell how soon it settled.
+    fileprivate var lastAccept: (seq: UInt64, at: UInt64) = (0, 0)
+    /// With ``Durability/sync``, across batches: whether the last of the session's actions that
+    /// settled did so within ``QueuedBatch/settleTiming`` of its record being queued (at first:
+    /// yes), so that a commit may wait for its next ones.
+    fileprivate var settlesQuickly = true
 
     package init() {
         slot = nil
