@@ -19,16 +19,6 @@
 /// by its session's last version in the batch may wait for the next batch
 /// (``carryOver(queuedSince:into:)``): most such actions settle before then, and their record is
 /// then never written, nor deleted a commit later.
-/// With ``Durability/sync``: the window within which an action must settle, from its record
-/// being queued, for a commit to wait for its session's next ones (``GroupCommitter/settleWindow``),
-/// and the clock that times it.
-struct SettleTiming: Sendable {
-    /// Nanoseconds.
-    let window: UInt64
-    /// Monotonic nanoseconds now.
-    let now: @Sendable () -> UInt64
-}
-
 struct QueuedBatch {
     /// The writes in the order queued; nil where one was left out.
     private(set) var writes: [QueuedWrite?] = []
@@ -259,4 +249,14 @@ package final class QueuedSession: @unchecked Sendable {
         isWatched = nil
         return true
     }
+}
+
+/// With ``Durability/sync``: the window within which an action must settle, from its record
+/// being queued, for a commit to wait for its session's next ones (``GroupCommitter/settleWindow``),
+/// and the clock that times it.
+struct SettleTiming: Sendable {
+    /// Nanoseconds.
+    let window: UInt64
+    /// Monotonic nanoseconds now.
+    let now: @Sendable () -> UInt64
 }
