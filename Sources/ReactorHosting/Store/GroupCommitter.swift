@@ -483,9 +483,7 @@ package final class GroupCommitter: Sendable {
             }
             // Encoded here, off the threads that apply actions.
             let writes = queued.taken()
-            let committing = DispatchTime.now().uptimeNanoseconds
-            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
-            if !writes.isEmpty { lastCommit = DispatchTime.now().uptimeNanoseconds &- committing }
+            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes, took: &lastCommit)
             // The answers and states of the batch resume connections: their event loops are
             // woken once each, after the last, rather than once per answer.
             WakeUpBatch.collecting {
@@ -523,12 +521,14 @@ package final class GroupCommitter: Sendable {
     }
 
     /// Commits one batch; on failure reports it and has the instances it touched dropped.
+    /// `nanoseconds` is set to how long the store took to commit it, or to fail.
     /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
-    private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
+    private func commit(_ writes: [SessionWrite], took nanoseconds: inout UInt64) -> (committed: Bool, refused: Set<String>) {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             let stale = try store.commit(writes)
-            observer.committed(writes.count, DispatchTime.now().uptimeNanoseconds &- started)
+            nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
+            observer.committed(writes.count, nanoseconds)
             if !stale.isEmpty { drop(stale, outcome: .overtaken, by: staleWriters) }
             let recovered = queue.withLock { queue -> Bool in
                 defer {
@@ -540,6 +540,7 @@ package final class GroupCommitter: Sendable {
             if recovered { logger.notice("session store writable again; commits resume") }
             return (true, stale)
         } catch {
+            nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
             observer.commitFailed()
             let first = queue.withLock { queue -> Bool in
                 defer {
