@@ -44,6 +44,11 @@ export REACTOR_SERVER_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo u
 ## Seconds of fuzzing in `make fuzz` and in `make test`.
 FUZZ_SECONDS ?= 60
 
+## Processes running the end-to-end tests in `make test` (pytest-xdist). A file's tests stay in one
+## process, in order (`--dist loadfile`): the servers and clusters a file starts are its own. Most
+## of those tests wait on servers, streams and timers, so two halve their time on two cores.
+PYTEST_WORKERS ?= 2
+
 ## Installs the Debian packages of $(1) that are missing.
 define install_missing
 	@missing=""; for p in $(1); do \
@@ -86,7 +91,7 @@ test: test-deps venv
 	$(MAKE) starter
 	$(MAKE) docs
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
-	  STARTER_BIN=$(abspath .build/debug/my-service) $(PY) -m pytest -q Tests/python
+	  STARTER_BIN=$(abspath .build/debug/my-service) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=10 Tests/python
 
 ## The documentation, warnings treated as errors (in `make test` after the starter, which then
 ## finds the modules it shares built as it builds them); each catalog lands in

@@ -44,7 +44,7 @@ import Testing
         }
         let started = CounterReactor(delay: .zero)
         _ = started.currentState
-        await withKnownIssue {
+        withKnownIssue {
             let restored = TestStore(started, restoring: .init(value: 5), exhaustivity: .off)
             #expect(restored.state.value == 0)
         } matching: { issue in
