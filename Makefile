@@ -99,7 +99,7 @@ test: test-deps venv
 ## a run per catalog built the plugin's tools and planned the build again each time (about 35 s
 ## more in all, and more from cold).
 docs: deps
-	$(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOCC_TARGETS)) --warnings-as-errors
+	REACTOR_SERVER_DOCS=1 $(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOCC_TARGETS)) --warnings-as-errors
 
 ## Formats every Swift file in place; `make lint` (in `make test`) checks that nothing is left to do.
 format:

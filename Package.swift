@@ -10,6 +10,12 @@ func buildValue(_ name: String) -> String {
     return value.isEmpty ? "unknown" : value
 }
 
+/// Set by `make docs`. SwiftPM builds the symbol graphs of a documentation build with every trait
+/// on (swiftlang/swift-package-manager#10448), so the OTLP trait would have it build swift-otel,
+/// async-http-client and swift-protobuf, minutes of compiling, for pages that are the same without
+/// them: the exporter behind the trait is internal. A documentation build leaves the trait out.
+let documenting = Context.environment["REACTOR_SERVER_DOCS"] != nil
+
 // The layers, each depending only on those below it:
 //   reactor-server → ReactorHTTP → ReactorHosting → ReactorCore
 // with MicroHTTP (over CMicroHTTPD) and SortedJSON beside them; and for apps
@@ -37,9 +43,9 @@ let package = Package(
     ],
     // `swift build --traits OTLP` adds an OTLP/HTTP trace exporter to `reactor-server`
     // (`--traces otlp`). Off by default: swift-otel and what it needs take minutes to build.
-    traits: [
-        .trait(name: "OTLP", description: "reactor-server can export traces over OTLP/HTTP (swift-otel).")
-    ],
+    traits: documenting
+        ? []
+        : [.trait(name: "OTLP", description: "reactor-server can export traces over OTLP/HTTP (swift-otel).")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -161,8 +167,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
-            ]
+            ] + (documenting ? [] : [.product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"]))])
         ),
         // The example reactors served by ReactorServerKit: the first such service.
         .executableTarget(name: "reactor-server", dependencies: ["ReactorServerKit", "ReactorExamples"]),
