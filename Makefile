@@ -20,7 +20,7 @@ TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-dri
 CONTAINER_APT_PACKAGES := podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns podman-compose iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fuzz test-starter-docs build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
+.PHONY: run test test-starter-docs build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
 
 ## The Swift files `swift format` keeps in the shape `.swift-format` says.
 SWIFT_FILES := Sources Tests Fuzz/Sources Fuzz/Package.swift Templates Package.swift
@@ -87,7 +87,7 @@ test: test-deps venv
 	$(SWIFT) build --build-tests
 	api/check
 	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
-	$(MAKE) -j2 --output-sync=target test-fuzz test-starter-docs
+	$(MAKE) -j2 --output-sync=target fuzz test-starter-docs
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
 	  STARTER_BIN=$(abspath .build/debug/my-service) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=10 Tests/python
 
@@ -138,11 +138,9 @@ otlp-check: test-deps venv
 	$(SWIFT) build -c release --product reactor-server --traits OTLP --scratch-path .build-otlp
 	REACTOR_SERVER_OTLP_BIN=$(abspath .build-otlp/release/reactor-server) $(PY) -m pytest -q Tests/python/test_otlp_export.py
 
-## Beside each other in `make test`: the fuzzer, in a scratch path of its own and on one core for
-## most of its run, and the starter's tests then the documentation, one after the other in this
-## checkout's .build. Each one's output is printed whole when it ends.
-test-fuzz:
-	Fuzz/run $(FUZZ_SECONDS)
+## The starter's tests, then the documentation: in `make test`, beside `make fuzz`, which builds in
+## a scratch path of its own and fuzzes on one core for most of its run, while these two run one
+## after the other in this checkout's .build. Each one's output is printed whole when it ends.
 test-starter-docs:
 	$(MAKE) starter
 	$(MAKE) docs
