@@ -346,29 +346,34 @@ def test_a_corrupt_store_stops_the_server_and_is_left_untouched(tmp_path):
 def damage_leaf_page(path: str, table: str, ids: list[str]) -> tuple[int, bytes, str, str]:
     """Overwrites the header of a leaf page of `table` that holds one of `ids` with bytes no
     B-tree page starts with, as a failing disk would. Returns the page's number, its damaged
-    bytes, the session it holds (the victim), and one of `ids` kept on another page. The store
-    must not be open: its write-ahead log is first folded into the file, so that the file's
-    pages are the ones read. (`table` is WITHOUT ROWID: each of its rows lies in one page only,
-    which for a few of them is an interior page, so the victim is taken from a leaf.)"""
+    bytes, the session it holds (the victim), and one of `ids` kept on another leaf page (the
+    spare). The store must not be open: its write-ahead log is first folded into the file, so
+    that the file's pages are the ones read. (`table` is WITHOUT ROWID: each of its rows lies in
+    one page only, which for a few of them is an interior page. Neither the victim nor the spare
+    is taken from one: a row on an interior page is rewritten through the leaf beside it, which
+    SQLite then finds damaged, so that session is not one the damage spares.)"""
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
-        pages = [row[0] for row in connection.execute(
-            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+        kinds = connection.execute(
+            "SELECT pageno, pagetype FROM dbstat WHERE name = ? AND pagetype IN ('leaf', 'internal')", (table,)).fetchall()
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     with open(path, "r+b") as file:
-        for number in pages:
+        def read(number: int) -> bytes:
             file.seek((number - 1) * page_size)
-            content = file.read(page_size)
-            victim = next((id for id in ids if id.encode() in content), None)
-            if victim is None:
-                continue
-            spare = next((other for other in ids if other.encode() not in content), None)
-            assert spare is not None, f"every session is on the leaf page of {table} that holds {victim[:6]}…"
-            damaged = b"\xff" * 12 + content[12:]
-            file.seek((number - 1) * page_size)
-            file.write(damaged)
-            return number, damaged, victim, spare
-    pytest.fail(f"none of the {len(pages)} leaf pages of {table} holds a session")
+            return file.read(page_size)
+        contents = {number: read(number) for number, _ in kinds}
+        leaves = [number for number, kind in kinds if kind == "leaf"]
+        on_leaves = {number: [id for id in ids if id.encode() in contents[number]] for number in leaves}
+        number = next((number for number in leaves if on_leaves[number]), None)
+        if number is None:
+            pytest.fail(f"none of the {len(leaves)} leaf pages of {table} holds a session")
+        victim = on_leaves[number][0]
+        spare = next((id for other in leaves if other != number for id in on_leaves[other]), None)
+        assert spare is not None, f"every session on a leaf of {table} is on the page that holds {victim[:6]}…"
+        damaged = b"\xff" * 12 + contents[number][12:]
+        file.seek((number - 1) * page_size)
+        file.write(damaged)
+        return number, damaged, victim, spare
 
 
 def test_a_session_the_store_cannot_read_answers_500_store_damaged_and_the_rest_serve_on(start_server):
