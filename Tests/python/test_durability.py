@@ -354,15 +354,14 @@ def damage_leaf_page(path: str, table: str, ids: list[str]) -> tuple[int, bytes,
     SQLite then finds damaged, so that session is not one the damage spares.)"""
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
-        kinds = connection.execute(
-            "SELECT pageno, pagetype FROM dbstat WHERE name = ? AND pagetype IN ('leaf', 'internal')", (table,)).fetchall()
+        leaves = [row[0] for row in connection.execute(
+            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     with open(path, "r+b") as file:
         def read(number: int) -> bytes:
             file.seek((number - 1) * page_size)
             return file.read(page_size)
-        contents = {number: read(number) for number, _ in kinds}
-        leaves = [number for number, kind in kinds if kind == "leaf"]
+        contents = {number: read(number) for number in leaves}
         on_leaves = {number: [id for id in ids if id.encode() in contents[number]] for number in leaves}
         number = next((number for number in leaves if on_leaves[number]), None)
         if number is None:
