@@ -228,7 +228,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                     return slot.lastShownWatched.store(watched, ordering: .relaxed)
                 }
                 // Encoded by the commit thread if its batch keeps it; then the same bytes are
-                // stored and sent.
+                // stored and sent to the readers it has when committed.
                 committer.enqueue(
                     PublishedVersion(
                         id: instanceID, state: state, origin: origin, startedThrough: startedThrough,
