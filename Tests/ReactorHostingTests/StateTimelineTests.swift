@@ -41,6 +41,24 @@ import Testing
         #expect(framings == 1)
     }
 
+    /// Bytes given with a state (the store's encoding) are kept with it only while someone
+    /// watches; otherwise a reader gets the state encoded again. The given bytes here differ from
+    /// the encoding on purpose, to tell which one a reader got.
+    @Test func givenJSONIsKeptOnlyWhileTheTimelineHasSubscribers() throws {
+        let (timeline, publisher) = StateTimeline.make(initial: 0, historyCapacity: 4, subscriberLimit: 1)
+        let given = Array("\"given\"".utf8)
+        publisher.publish(5, version: 1, json: given)
+        #expect(timeline.latest.json == Array("5".utf8))
+
+        let subscriber = makeSubscriber(timeline)
+        try timeline.attach(subscriber)
+        publisher.publish(6, version: 2, json: given)
+        #expect(timeline.latest.json == given)
+        // The version published unwatched is encoded again when replayed, too.
+        #expect(timeline.states(after: 0)?.map(\.json) == [Array("5".utf8), given])
+        timeline.detach(subscriber)
+    }
+
     @Test func subscribersLeaveInAnyOrderAndFreeTheirPlaces() throws {
         let timeline = makeTimeline(limit: 5)
         let subscribers = (0..<5).map { _ in makeSubscriber(timeline) }

@@ -79,12 +79,8 @@ final class PublishedVersion<State: Encodable & Sendable>: PendingVersion {
     }
 
     func committed(_ outcome: CommitOutcome) {
-        // A failed or overtaken commit drops the instance; its state is never shown. Its JSON
-        // goes to the history with it only while someone reads the session: kept for nobody, a
-        // shared copy per version costs more to make and drop than encoding again the rare one a
-        // reader asks for later (the encoding is deterministic, so the bytes are the same).
-        guard outcome == .committed else { return }
-        publisher.publish(state, version: version, json: hasReaders ? json : nil, origin: origin)
+        // A failed or overtaken commit drops the instance; its state is never shown.
+        if outcome == .committed { publisher.publish(state, version: version, json: json, origin: origin) }
     }
 }
 

@@ -179,12 +179,17 @@ package struct StatePublisher<State: Encodable & Sendable>: Sendable {
     fileprivate let log: TypedStateLog<State>
 
     /// Stores `state` and wakes the subscribers, unless `version` is not newer than the newest.
-    /// `json`, when given, is the state's encoding, shared by every reader of this version.
+    /// `json`, when given, is the state's encoding, shared by every reader of this version; it is
+    /// kept with the state only while the timeline has subscribers. Kept for nobody, a shared
+    /// copy per version costs more to make and to drop than encoding again the rare version a
+    /// reader asks for later (the encoding is deterministic: the same bytes).
     /// `origin`, when given, is kept for the timeline's ``StateTimeline/history(after:)``.
     /// - Returns: whether the timeline had subscribers, who may be shown the state.
     @discardableResult
     package func publish(_ state: State, version: UInt64, json: [UInt8]? = nil, origin: VersionOrigin? = nil) -> Bool {
-        timeline.publish(version: version, origin: origin) { log.append(state, version: version, json: json) }
+        timeline.publish(version: version, origin: origin) { watched in
+            log.append(state, version: version, json: watched ? json : nil)
+        }
     }
 }
 

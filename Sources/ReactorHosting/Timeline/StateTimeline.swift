@@ -104,15 +104,16 @@ package struct StateTimeline: Sendable {
     /// How many event streams are open on this instance.
     package var subscriberCount: Int { storage.withLock { $0.subscribers.count } }
 
-    /// Has `store` add a newly published state to the log (under the lock) and wakes every
-    /// subscriber. Versions that are not newer than the latest are ignored, so the stream's
-    /// versions only increase. Called by ``StatePublisher``, which holds the log's typed end.
+    /// Has `store` add a newly published state to the log (under the lock; told whether the
+    /// timeline has subscribers) and wakes every subscriber. Versions that are not newer than the
+    /// latest are ignored, so the stream's versions only increase. Called by ``StatePublisher``,
+    /// which holds the log's typed end.
     /// - Returns: whether the timeline had subscribers, who may be shown the state.
     @discardableResult
-    func publish(version: UInt64, origin: VersionOrigin?, store: () -> Void) -> Bool {
+    func publish(version: UInt64, origin: VersionOrigin?, store: (_ watched: Bool) -> Void) -> Bool {
         let subscribers: [any TimelineSubscriber]? = storage.withLock { storage in
             guard version > storage.log.newestVersion, storage.endReason == nil else { return nil }
-            store()
+            store(!storage.subscribers.isEmpty)
             if let origin { storage.provenance.record(origin) }
             if !storage.restoredHistory.isEmpty {
                 let capacity = max(0, historyCapacity - storage.log.count)
