@@ -72,6 +72,31 @@ import Testing
         #expect(timeouts.withLock { $0 } == 0)
     }
 
+    @Test func aBatchWaitsForItsActionsLongerThanTheLastCommitTook() async throws {
+        // A window far longer than the test may take; the store commits in microseconds.
+        let (committer, batches, waiting, timeouts) = committer(settleWindow: .seconds(60))
+        defer { committer.stop() }
+        let session = QueuedSession()
+        let first = try accept(on: committer, of: session, seq: 1)
+        #expect(await wait(for: waiting))
+        committer.enqueue(version(1, producedBy: 1), of: session)
+        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        #expect(await wait(for: first.committed))
+        // Action 2 settles thousands of times later than that commit took: its batch still
+        // waits for it, and nothing is acknowledged before it has settled.
+        let second = try accept(on: committer, of: session, seq: 2)
+        #expect(await wait(for: waiting))
+        let committed = second.committed
+        #expect(await onAThreadOfItsOwn { committed.wait(timeout: .now() + .milliseconds(50)) == .timedOut })
+        committer.enqueue(version(2, producedBy: 2), of: session)
+        committer.enqueue(.settle(id: "session", seq: 2), of: session)
+        #expect(await wait(for: committed))
+        #expect(second.outcome.withLock { $0 } == .committed)
+        // Each action's version shares the commit its record would have had; no record is written.
+        #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["version"], ["version"]])
+        #expect(timeouts.withLock { $0 } == 0)
+    }
+
     @Test func anActionThatDoesNotSettleIsCommittedWhenTheWindowEnds() async throws {
         let (committer, batches, waiting, timeouts) = committer(settleWindow: .milliseconds(20))
         defer { committer.stop() }

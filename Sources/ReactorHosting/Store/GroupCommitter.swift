@@ -37,11 +37,11 @@ public enum Durability: Sendable, Equatable {
 /// than in the queue, which drops there those the store would not keep; the batch takes the rest.
 ///
 /// With ``Durability/sync``, a batch that holds the records of actions still in flight waits a
-/// moment before it is taken (``settleWindow``, and no longer than the last commit took) for
-/// those actions to settle: then the versions they produce go into the same commit, and their
-/// records are not written at all (see ``QueuedBatch``). An action that takes longer is
-/// committed as a record when the wait ends, and the next actions of its session are not waited
-/// for until one of them settles within the window.
+/// moment before it is taken (``settleWindow`` at most) for those actions to settle: then the
+/// versions they produce go into the same commit, and their records are not written at all (see
+/// ``QueuedBatch``). An action that takes longer is committed as a record when the wait ends, and
+/// the next actions of its session are not waited for until one of them settles within the
+/// window.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
@@ -101,9 +101,14 @@ package final class GroupCommitter: Sendable {
     /// How long new work is refused after a failed commit, before writes are tried again.
     package let retryPause: Duration
     /// With ``Durability/sync``: the longest a batch waits, before it is taken, for the actions
-    /// whose records it holds to settle, so that their versions share their commit. The wait is
-    /// also no longer than the last commit took: waiting longer would cost more than committing
-    /// the versions on their own.
+    /// whose records it holds to settle, so that their versions share their commit.
+    ///
+    /// The wait is not cut to how long the last commit took. Where the commit thread shares a
+    /// core with the threads that apply the actions, those actions settle late because they wait
+    /// for the processor, not for anything slow; committing their records without them costs
+    /// more than the wait (each record is written, then deleted a commit later, and the versions
+    /// take a commit of their own). Actions that wait on something else (a timer, another
+    /// service) are not waited for past the window anyway (see ``QueuedBatch``).
     package let settleWindow: Duration
     private let queue: Locked<Queue>
     /// Whether `Queue.lastError` is set: read without the lock by every action (``lastError``),
@@ -436,10 +441,8 @@ package final class GroupCommitter: Sendable {
         /// With async: when the oldest record carried over into the queued batch was queued, and
         /// when that batch's predecessor was taken.
         var carried: (since: UInt64, takenAt: UInt64)?
-        /// With sync: how long the last commit took (nanoseconds); at first the settle window.
-        var lastCommit = settleWindow.nanoseconds
         while true {
-            if isSync { awaitSettles(forAtMost: min(lastCommit, settleWindow.nanoseconds)) }
+            if isSync { awaitSettles(forAtMost: settleWindow.nanoseconds) }
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 // A carried record waits no longer in all than one queued just after a take.
                 let waited = carried.map { $0.takenAt &- $0.since } ?? 0
@@ -483,7 +486,7 @@ package final class GroupCommitter: Sendable {
             }
             // Encoded here, off the threads that apply actions.
             let writes = queued.taken()
-            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes, took: &lastCommit)
+            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
             // The answers and states of the batch resume connections: their event loops are
             // woken once each, after the last, rather than once per answer.
             WakeUpBatch.collecting {
@@ -521,14 +524,12 @@ package final class GroupCommitter: Sendable {
     }
 
     /// Commits one batch; on failure reports it and has the instances it touched dropped.
-    /// `nanoseconds` is set to how long the store took to commit it, or to fail.
     /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
-    private func commit(_ writes: [SessionWrite], took nanoseconds: inout UInt64) -> (committed: Bool, refused: Set<String>) {
+    private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             let stale = try store.commit(writes)
-            nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
-            observer.committed(writes.count, nanoseconds)
+            observer.committed(writes.count, DispatchTime.now().uptimeNanoseconds &- started)
             if !stale.isEmpty { drop(stale, outcome: .overtaken, by: staleWriters) }
             let recovered = queue.withLock { queue -> Bool in
                 defer {
@@ -540,7 +541,6 @@ package final class GroupCommitter: Sendable {
             if recovered { logger.notice("session store writable again; commits resume") }
             return (true, stale)
         } catch {
-            nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
             observer.commitFailed()
             let first = queue.withLock { queue -> Bool in
                 defer {
