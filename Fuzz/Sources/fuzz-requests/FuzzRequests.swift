@@ -65,7 +65,7 @@ final class FuzzService: Sendable {
     private let runs = Atomic<Int>(0)
 
     init() {
-        var registry = ReactorRegistry()
+        var registry = ReactorHosting.ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
         registry.register("todo") { TodoReactor() }
         registry.register("search") { SearchReactor(latency: .zero) }
@@ -170,7 +170,7 @@ final class AuthenticatedFuzzService: Sendable {
     private let id: String
 
     init() {
-        var registry = ReactorRegistry()
+        var registry = ReactorHosting.ReactorRegistry()
         registry.register("counter") { CounterReactor(delay: .zero) }
         var configuration = ReactorServiceConfiguration()
         var authentication = AuthenticationConfiguration(authenticator: Tokens())
