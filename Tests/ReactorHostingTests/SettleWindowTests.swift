@@ -97,6 +97,28 @@ import Testing
         #expect(timeouts.withLock { $0 } == 0)
     }
 
+    @Test func anActionQueuedDuringTheWaitIsWaitedForToo() async throws {
+        let (committer, batches, waiting, timeouts) = committer(settleWindow: .seconds(60))
+        defer { committer.stop() }
+        let session = QueuedSession()
+        let first = try accept(on: committer, of: session, seq: 1)
+        #expect(await wait(for: waiting))
+        // Action 2 arrives while the batch waits for action 1, which then settles.
+        let second = try accept(on: committer, of: session, seq: 2)
+        committer.enqueue(version(1, producedBy: 1), of: session)
+        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        // The batch now waits for action 2: neither action is acknowledged before it settles.
+        let committed = first.committed
+        #expect(await onAThreadOfItsOwn { committed.wait(timeout: .now() + .milliseconds(50)) == .timedOut })
+        committer.enqueue(version(2, producedBy: 2), of: session)
+        committer.enqueue(.settle(id: "session", seq: 2), of: session)
+        #expect(await wait(for: committed))
+        #expect(await wait(for: second.committed))
+        // One commit, with the two versions only: both records cancelled out.
+        #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["version", "version"]])
+        #expect(timeouts.withLock { $0 } == 0)
+    }
+
     @Test func anActionThatDoesNotSettleIsCommittedWhenTheWindowEnds() async throws {
         let (committer, batches, waiting, timeouts) = committer(settleWindow: .milliseconds(20))
         defer { committer.stop() }

@@ -37,9 +37,9 @@ public enum Durability: Sendable, Equatable {
 /// than in the queue, which drops there those the store would not keep; the batch takes the rest.
 ///
 /// With ``Durability/sync``, a batch that holds the records of actions still in flight waits a
-/// moment before it is taken (``settleWindow`` at most) for those actions to settle: then the
-/// versions they produce go into the same commit, and their records are not written at all (see
-/// ``QueuedBatch``). An action that takes longer is committed as a record when the wait ends, and
+/// moment before it is taken (``settleWindow`` at most) for those actions to settle, and for
+/// those whose records are queued meanwhile: then the versions they produce go into the same
+/// commit, and their records are not written at all (see ``QueuedBatch``). An action that takes longer is committed as a record when the wait ends, and
 /// the next actions of its session are not waited for until one of them settles within the
 /// window.
 ///
@@ -410,22 +410,37 @@ package final class GroupCommitter: Sendable {
     }
 
     /// Sync: waits, before the queued batch is taken, until the actions whose records it holds
-    /// have settled, or `limit` nanoseconds have passed (see ``settleWindow``).
+    /// have settled, those whose records were queued during the wait included, or `limit`
+    /// nanoseconds have passed (see ``settleWindow``). Once the actions it waited for have
+    /// settled, it waits again, within what is left of `limit`, for those queued meanwhile: under
+    /// load the thread often starts waiting while the connections' next actions are still being
+    /// read, and their records would otherwise be written, and deleted a commit later.
     private func awaitSettles(forAtMost limit: UInt64) {
-        let awaited = queue.withLock { queue -> Int in
-            guard !queue.isStopping else { return 0 }
-            let awaited = queue.writes.awaitSettles()
-            queue.isAwaitingSettles = awaited > 0
-            return awaited
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ limit
+        var isFirst = true
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            // Records queued after the window ended are not waited for.
+            if !isFirst && now >= deadline { return }
+            let awaited = queue.withLock { queue -> Int in
+                guard !queue.isStopping else { return 0 }
+                let awaited = queue.writes.awaitSettles()
+                queue.isAwaitingSettles = awaited > 0
+                return awaited
+            }
+            guard awaited > 0 else { return }
+            if isFirst { observer.awaitingSettles(awaited) }
+            isFirst = false
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: deadline &- min(now, deadline))))
+            let unsettled = queue.withLock { queue -> Int in
+                queue.isAwaitingSettles = false
+                return queue.writes.awaitedAccepts
+            }
+            if unsettled > 0 {
+                observer.settleWaitTimedOut(unsettled)
+                return
+            }
         }
-        guard awaited > 0 else { return }
-        observer.awaitingSettles(awaited)
-        _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: limit)))
-        let unsettled = queue.withLock { queue -> Int in
-            queue.isAwaitingSettles = false
-            return queue.writes.awaitedAccepts
-        }
-        if unsettled > 0 { observer.settleWaitTimedOut(unsettled) }
     }
 
     /// Async: whether to wake the thread so that it commits without waiting out its flush

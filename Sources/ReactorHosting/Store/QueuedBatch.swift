@@ -130,7 +130,7 @@ struct QueuedBatch {
 
     /// Starts counting down the records of actions in flight that the batch holds now
     /// (``awaitedAccepts``): each leaves the count when its action settles in the batch; those
-    /// queued later are not counted.
+    /// queued later are counted once it is called again.
     /// - Returns: how many there are.
     mutating func awaitSettles() -> Int {
         awaitedBefore = writes.count
