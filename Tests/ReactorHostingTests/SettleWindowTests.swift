@@ -52,6 +52,18 @@ import Testing
         return (committed, outcome)
     }
 
+    /// Action `seq` of `session` produces its version and settles.
+    private func run(_ seq: UInt64, on committer: GroupCommitter, of session: QueuedSession) {
+        committer.enqueue(version(seq, producedBy: seq), of: session)
+        committer.enqueue(.settle(id: "session", seq: seq), of: session)
+    }
+
+    /// Whether `committed` stays unsignalled for 50 ms: far longer than a commit of the test's
+    /// store takes, so a batch that did not wait would have been committed by then.
+    private func staysUnacknowledged(_ committed: DispatchSemaphore) async -> Bool {
+        await onAThreadOfItsOwn { committed.wait(timeout: .now() + .milliseconds(50)) == .timedOut }
+    }
+
     @Test func anActionsVersionsShareTheCommitOfItsRecordWhichIsNotWritten() async throws {
         // A window far longer than the test may take: only the settle can end the wait.
         let (committer, batches, waiting, timeouts) = committer(settleWindow: .seconds(60))
@@ -79,18 +91,15 @@ import Testing
         let session = QueuedSession()
         let first = try accept(on: committer, of: session, seq: 1)
         #expect(await wait(for: waiting))
-        committer.enqueue(version(1, producedBy: 1), of: session)
-        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        run(1, on: committer, of: session)
         #expect(await wait(for: first.committed))
         // Action 2 settles thousands of times later than that commit took: its batch still
         // waits for it, and nothing is acknowledged before it has settled.
         let second = try accept(on: committer, of: session, seq: 2)
         #expect(await wait(for: waiting))
-        let committed = second.committed
-        #expect(await onAThreadOfItsOwn { committed.wait(timeout: .now() + .milliseconds(50)) == .timedOut })
-        committer.enqueue(version(2, producedBy: 2), of: session)
-        committer.enqueue(.settle(id: "session", seq: 2), of: session)
-        #expect(await wait(for: committed))
+        #expect(await staysUnacknowledged(second.committed))
+        run(2, on: committer, of: session)
+        #expect(await wait(for: second.committed))
         #expect(second.outcome.withLock { $0 } == .committed)
         // Each action's version shares the commit its record would have had; no record is written.
         #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["version"], ["version"]])
@@ -105,14 +114,11 @@ import Testing
         #expect(await wait(for: waiting))
         // Action 2 arrives while the batch waits for action 1, which then settles.
         let second = try accept(on: committer, of: session, seq: 2)
-        committer.enqueue(version(1, producedBy: 1), of: session)
-        committer.enqueue(.settle(id: "session", seq: 1), of: session)
+        run(1, on: committer, of: session)
         // The batch now waits for action 2: neither action is acknowledged before it settles.
-        let committed = first.committed
-        #expect(await onAThreadOfItsOwn { committed.wait(timeout: .now() + .milliseconds(50)) == .timedOut })
-        committer.enqueue(version(2, producedBy: 2), of: session)
-        committer.enqueue(.settle(id: "session", seq: 2), of: session)
-        #expect(await wait(for: committed))
+        #expect(await staysUnacknowledged(first.committed))
+        run(2, on: committer, of: session)
+        #expect(await wait(for: first.committed))
         #expect(await wait(for: second.committed))
         // One commit, with the two versions only: both records cancelled out.
         #expect(batches.withLock { $0 }.map { $0.map(\.kind) } == [["version", "version"]])
