@@ -39,9 +39,9 @@ public enum Durability: Sendable, Equatable {
 /// With ``Durability/sync``, a batch that holds the records of actions still in flight waits a
 /// moment before it is taken (``settleWindow`` at most) for those actions to settle, and for
 /// those whose records are queued meanwhile: then the versions they produce go into the same
-/// commit, and their records are not written at all (see ``QueuedBatch``). An action that takes longer is committed as a record when the wait ends, and
-/// the next actions of its session are not waited for until one of them settles within the
-/// window.
+/// commit, and their records are not written at all (see ``QueuedBatch``). An action that takes
+/// longer is committed as a record when the wait ends, and the next actions of its session are
+/// not waited for until one of them settles within the window.
 ///
 /// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
 /// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
