@@ -9,4 +9,12 @@ static inline sqlite3_destructor_type csqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
 
+/// Turns off SQLite's memory statistics, which take a process-wide mutex around every
+/// allocation SQLite makes. Only before SQLite is initialized (by the first connection opened);
+/// later it returns SQLITE_MISUSE and changes nothing. `sqlite3_config` is variadic, which Swift
+/// cannot call.
+static inline int csqlite_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

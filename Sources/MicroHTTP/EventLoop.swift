@@ -3,7 +3,7 @@ import Glibc
 import Locking
 import Synchronization
 
-/// Wakes one ``EventLoop`` from any thread: an `eventfd` in the loop's epoll set.
+/// Wakes one ``EventLoop`` from any thread: an `eventfd` the loop polls beside its daemon.
 ///
 /// libmicrohttpd drops its own wake-up channel when it runs without an internal thread, so a
 /// connection resumed from another thread is noticed only when the loop runs again; ``wake()``
@@ -35,8 +35,8 @@ final class LoopWaker: Sendable, BatchableWakeUp {
         _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
     }
 
-    /// Called by the loop after `epoll_wait` and before it runs the daemon: empties the `eventfd`
-    /// when epoll reported it readable, then lets later wake-ups signal again.
+    /// Called by the loop after `poll` and before it runs the daemon: empties the `eventfd`
+    /// when `poll` reported it readable, then lets later wake-ups signal again.
     ///
     /// In this order because the read takes every write made so far, and each of those wakers
     /// had set the flag before writing: clearing the flag after the read leaves no flag set
@@ -64,7 +64,13 @@ final class DaemonContext: Sendable {
 }
 
 /// One libmicrohttpd daemon in external epoll mode, run by a thread of its own:
-/// `epoll_wait` on the daemon's epoll descriptor and the waker, then `MHD_run`, until stopped.
+/// `poll` on the daemon's epoll descriptor and the waker, then `MHD_run`, until stopped.
+///
+/// `poll`, not an epoll set of our own holding the daemon's: the kernel treats an epoll set that
+/// is itself watched by another as nested, and then every `EPOLL_CTL_ADD` to it takes a global
+/// lock and checks the wake-up paths. libmicrohttpd adds a connection back to its set each time
+/// one is resumed: once per request for a handler that suspends its reply until work elsewhere
+/// is done. Each event on a connection would also be passed on to the outer set.
 ///
 /// Every daemon callback runs on that thread. Other threads reach the daemon only through
 /// ``requestQuiesce()``, which asks the loop thread to act, through ``stop()``, which acts once
@@ -79,7 +85,6 @@ final class EventLoop: Sendable {
 
     let context: DaemonContext
     private let daemon: DaemonPointer
-    private let epollDescriptor: Int32
     private let requests = Atomic<UInt8>(0)
     /// Set by the loop thread once it has quiesced the daemon.
     private let quiesced = Atomic<Bool>(false)
@@ -89,31 +94,21 @@ final class EventLoop: Sendable {
     init(daemon: OpaquePointer, context: DaemonContext) throws(HTTPServerError) {
         self.daemon = DaemonPointer(raw: daemon)
         self.context = context
-        let epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard epollDescriptor >= 0 else { throw .eventLoopFailed(errno) }
-        self.epollDescriptor = epollDescriptor
-        for descriptor in [cmhd_epoll_fd(daemon), context.waker.descriptor] {
-            var event = epoll_event()
-            event.events = EPOLLIN.rawValue
-            event.data.fd = descriptor
-            guard epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
-                let error = errno
-                close(epollDescriptor)
-                throw .eventLoopFailed(error)
-            }
-        }
+        guard cmhd_epoll_fd(daemon) >= 0 else { throw .eventLoopFailed(EBADF) }
         let started = try startJoinableThread(named: "rs-http") { [self] in run() }
         thread.withLock { $0 = started }
     }
-
-    deinit { close(epollDescriptor) }
 
     /// The daemon, for `MHD_stop_daemon` once ``stop()`` has returned.
     var raw: OpaquePointer { daemon.raw }
 
     private func run() {
         let waker = context.waker
-        var events = (epoll_event(), epoll_event())
+        let readable = Int16(POLLIN)
+        var descriptors = (
+            pollfd(fd: cmhd_epoll_fd(daemon.raw), events: readable, revents: 0),
+            pollfd(fd: waker.descriptor, events: readable, revents: 0)
+        )
         var connections = cmhd_current_connections(daemon.raw)
         var runAgain = false
         while true {
@@ -127,12 +122,11 @@ final class EventLoop: Sendable {
             } else if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
                 wait = Int32(clamping: timeout)
             }
-            let ready = withUnsafeMutableBytes(of: &events) { buffer in
-                epoll_wait(epollDescriptor, buffer.baseAddress!.assumingMemoryBound(to: epoll_event.self), 2, wait)
+            descriptors.1.revents = 0
+            let ready = withUnsafeMutableBytes(of: &descriptors) { buffer in
+                poll(buffer.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, wait)
             }
-            waker.beginTurn(
-                signalled: ready > 0
-                    && (events.0.data.fd == waker.descriptor || (ready > 1 && events.1.data.fd == waker.descriptor)))
+            waker.beginTurn(signalled: ready > 0 && descriptors.1.revents & readable != 0)
             _ = MHD_run(daemon.raw)
             // At its connection limit (or out of descriptors) the daemon takes the listen socket
             // out of its epoll set, and puts it back only at the start of a run after a connection

@@ -71,6 +71,7 @@ public enum HTTPServerError: Error, Sendable, Equatable {
     case startFailed(host: String, port: UInt16)
     /// `start()` was called twice, or after `shutdown()`.
     case alreadyStarted
-    /// An event loop's thread, `epoll` or `eventfd` could not be created (the `errno` value).
+    /// An event loop's thread or `eventfd` could not be created, or its daemon had no epoll
+    /// descriptor (the `errno` value).
     case eventLoopFailed(Int32)
 }

@@ -12,6 +12,7 @@ final class SQLiteConnection {
     /// connection never writes the database, not even the checkpoint the last connection to a
     /// file otherwise runs when it closes.
     init(path: String, create: Bool, readOnly: Bool = false) throws(SessionStoreError) {
+        _ = Self.memoryStatisticsOff
         var handle: OpaquePointer?
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
         let flags = access | SQLITE_OPEN_NOMUTEX
@@ -27,6 +28,12 @@ final class SQLiteConnection {
         // A writer holding the lock briefly (a checkpoint) should not fail a reader.
         sqlite3_busy_timeout(handle, 5_000)
     }
+
+    /// SQLite's memory statistics turned off, once, before the process opens its first
+    /// connection: they lock a mutex shared by every connection around each allocation, and
+    /// nothing here reads them. Not turned off (and harmless) if something else in the process
+    /// opened a database first.
+    private static let memoryStatisticsOff: Bool = csqlite_disable_memory_statistics() == SQLITE_OK
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
