@@ -474,7 +474,7 @@ package final class GroupCommitter: Sendable {
                 // carrying records over edits them in place instead of copying them all.
                 var writes = queue.writes
                 queue.writes = QueuedBatch(
-                    number: number + 1, reservingCapacity: writes.count, settleTiming: writes.settleTiming)
+                    number: number + 1, reservingCapacity: Self.room(after: writes.count), settleTiming: writes.settleTiming)
                 var carriedSince: UInt64?
                 // Only from a batch that nothing waits on as a whole: its records of actions in
                 // flight, queued in the last quarter of the interval, may wait for the next one.
@@ -487,6 +487,7 @@ package final class GroupCommitter: Sendable {
                 slottedVersions.store(0, ordering: .relaxed)
                 let taken = (writes, queue.completions, queue.afterCommit, queue.isStopping, number, carriedSince)
                 queue.completions = []
+                queue.completions.reserveCapacity(Self.room(after: taken.1.count))
                 queue.afterCommit = []
                 queue.commitSoon = false
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
@@ -512,6 +513,12 @@ package final class GroupCommitter: Sendable {
         }
         stopped.signal()
     }
+
+    /// Room to reserve for the next batch's writes, or its completions, after a batch that had
+    /// `count`: half as many again, so that a batch a little larger than the one before does not
+    /// grow the array while it is queued. Each growth copies the array, and on the threads that
+    /// queue an allocation this large also makes the allocator consolidate its free lists.
+    private static func room(after count: Int) -> Int { count + count / 2 }
 
     private static func outcome(of id: String?, in batch: (committed: Bool, refused: Set<String>)) -> CommitOutcome {
         if !batch.committed { return .failed }

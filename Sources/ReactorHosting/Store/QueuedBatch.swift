@@ -42,7 +42,7 @@ struct QueuedBatch {
     /// How many writes the batch held when ``awaitSettles()`` was last called.
     private var awaitedBefore = 0
 
-    /// An empty batch numbered `number`, with room for `capacity` writes (as many as the batch
+    /// An empty batch numbered `number`, with room for `capacity` writes (more than the batch
     /// before it had, so that queuing rarely grows the array), counting the records to wait for
     /// under `settleTiming` (see ``settleTiming``).
     init(number: UInt64, reservingCapacity capacity: Int = 0, settleTiming: SettleTiming? = nil) {
