@@ -122,7 +122,6 @@ final class EventLoop: Sendable {
             } else if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
                 wait = Int32(clamping: timeout)
             }
-            descriptors.1.revents = 0
             let ready = withUnsafeMutableBytes(of: &descriptors) { buffer in
                 poll(buffer.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, wait)
             }
