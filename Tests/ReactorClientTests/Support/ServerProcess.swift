@@ -40,6 +40,7 @@ final class ServerProcess: Sendable {
 
     /// Starts a server whose counter changes 20 ms after each action, with `arguments` added.
     init(arguments: [String] = []) async throws {
+        OpenFileLimit.raised
         scratch = try ScratchDirectory("reactor-client")
         store = "sqlite:" + scratch.path("sessions.sqlite")
         self.arguments =

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 @testable import ReactorClient
 
@@ -33,6 +34,7 @@ struct HTTPClient: Sendable {
     private let session: URLSession
 
     init(base: String) {
+        OpenFileLimit.raised
         self.base = base
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
@@ -51,13 +53,28 @@ struct HTTPClient: Sendable {
             if headers["Content-Type"] == nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
         }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await SessionQueues.data(for: request, on: session)
+        let (data, response) = try await data(for: request)
         guard let http = response as? HTTPURLResponse else { throw TestFailure("not an HTTP response") }
         var fields: [String: String] = [:]
         for (key, value) in http.allHeaderFields {
             fields["\(key)"] = "\(value)"
         }
         return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+
+    /// The request's answer. When URLSession could not connect for a reason of its own (not a
+    /// refusal), nothing of the request reached the server: a plain connect then shows whether the
+    /// server accepts connections. If it does, the request is sent once more, and what happened is
+    /// printed; if it does not, the error says why, with this process's descriptor count.
+    private func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        do {
+            return try await SessionQueues.data(for: request, on: session)
+        } catch  where ConnectProbe.isLocalConnectFailure(error) {
+            let probe = ConnectProbe(port: UInt16(request.url?.port ?? 0))
+            guard probe.connected else { throw TestFailure("\(error.localizedDescription); \(probe)") }
+            print("HTTPClient: \(error.localizedDescription); \(probe); sending it again")
+            return try await SessionQueues.data(for: request, on: session)
+        }
     }
 
     func get(_ path: String, headers: [String: String] = [:]) async throws -> Reply {

@@ -31,6 +31,7 @@ final class ServerProcess: Sendable {
     /// the concurrency pool's two threads stalled every test of the run. Unless told otherwise,
     /// it keeps its sessions in a new SQLite store of its own.
     init(arguments: [String] = [], environment: [String: String] = [:]) async throws {
+        OpenFileLimit.raised
         var env = ProcessInfo.processInfo.environment
         if environment["STORE"] == nil && !arguments.contains("--store") {
             let scratch = try ScratchDirectory("reactor-server")
