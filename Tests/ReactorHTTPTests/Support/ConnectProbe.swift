@@ -13,8 +13,6 @@ import Foundation
 /// `EMFILE` or `EADDRNOTAVAIL`) comes back as `NSURLErrorUnknown` (-1) with the text "Failed to
 /// connect to …", and the errno is lost: that is the case ``isLocalConnectFailure(_:)`` matches.
 struct ConnectProbe: CustomStringConvertible {
-    /// Whether a plain connect to the port succeeded.
-    let connected: Bool
     /// The errno of the failed `socket` or `connect`, or 0.
     let failure: Int32
     /// How many descriptors this process has open, or nil when none was free to list them.
@@ -30,7 +28,6 @@ struct ConnectProbe: CustomStringConvertible {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else {
             failure = errno
-            connected = false
             return
         }
         defer { close(socket) }
@@ -44,8 +41,10 @@ struct ConnectProbe: CustomStringConvertible {
             }
         }
         failure = result == 0 ? 0 : errno
-        connected = result == 0
     }
+
+    /// Whether a plain connect to the port succeeded.
+    var connected: Bool { failure == 0 }
 
     var description: String {
         let outcome = connected ? "a plain connect succeeded" : "a plain connect failed: \(String(cString: strerror(failure)))"
