@@ -50,7 +50,7 @@ struct SessionQueuesTests {
         var request = URLRequest(url: server.url.appendingPathComponent("reactors/\(counter.id)/actions"))
         request.httpMethod = "POST"
         request.httpBody = Data(#""increase""#.utf8)
-        let cancelled = Task {
+        let cancelled = Task { [request] in
             withUnsafeCurrentTask { $0?.cancel() }
             return try await SessionQueues.data(for: request, on: session)
         }
