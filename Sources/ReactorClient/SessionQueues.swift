@@ -25,7 +25,10 @@ enum SessionQueues {
         #if canImport(FoundationNetworking)
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
-            queue.underlyingQueue = DispatchQueue(label: "ReactorClient.URLSession.callbacks")
+            // FoundationNetworking declares `underlyingQueue` `unowned(unsafe)`, as Darwin does,
+            // but its setter keeps a strong reference: the operation queue holds this one.
+            let callbacks = DispatchQueue(label: "ReactorClient.URLSession.callbacks")
+            queue.underlyingQueue = callbacks
             return queue
         #else
             return nil

@@ -38,7 +38,7 @@ final class PostgresTransaction {
     func commit() throws(SessionStoreError) {
         let logger = self.logger
         defer { end() }
-        try run { connection in try connection.run("COMMIT", logger: logger) }
+        _ = try run { connection in try connection.run("COMMIT", logger: logger) }
     }
 
     /// Rolls back (when the connection is still there), and closes it.

@@ -52,7 +52,7 @@ import Testing
     @Test func aFileMadeUnderTheNameWhileTheCopyRanIsLeftAlone() throws {
         #expect {
             _ = try SQLiteBackup.copy(from: source, to: destination) {
-                FileManager.default.createFile(atPath: destination, contents: Data("someone else's\n".utf8))
+                _ = FileManager.default.createFile(atPath: destination, contents: Data("someone else's\n".utf8))
             }
         } throws: { error in
             (error as? SessionStoreError)?.message.contains("already exists") == true

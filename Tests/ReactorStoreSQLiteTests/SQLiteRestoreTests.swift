@@ -51,7 +51,7 @@ import Testing
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         // In use (the store above is open), the store itself, not a store at all.
         let notAStore = path("notes.txt")
-        FileManager.default.createFile(atPath: notAStore, contents: Data("notes\n".utf8))
+        #expect(FileManager.default.createFile(atPath: notAStore, contents: Data("notes\n".utf8)))
         for (source, reason) in [(backup, "in use by another process"), (store, "is the store itself"), (notAStore, "not a database")] {
             #expect {
                 _ = try SQLiteRestore.restore(from: source, to: store)

@@ -223,6 +223,6 @@ extension PrometheusCollectorRegistry {
 
     /// A histogram of durations named `name`, with `help` as its `# HELP` text.
     fileprivate func histogram(_ name: String, _ help: String, _ bounds: [Duration]) -> DurationHistogram {
-        makeDurationHistogram(name: name, buckets: bounds, help: help)
+        makeDurationHistogram(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), buckets: bounds)
     }
 }
