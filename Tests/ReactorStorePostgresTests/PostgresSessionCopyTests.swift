@@ -166,7 +166,7 @@ struct PostgresSessionCopyTests {
             try destination.add(try sqlite.export(ids: Array(ids.dropFirst(10))))
             try destination.commit()
         } catch {
-            failure = error as? SessionStoreError
+            failure = error
             destination.abandon()
         }
         #expect(failure != nil)
