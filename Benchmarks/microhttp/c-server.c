@@ -3,7 +3,12 @@
  * (MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME), each run by its own thread over epoll_wait and
  * MHD_run, all accepting from one listen socket; replying on the second handler call (keeps
  * keep-alive), fixed body for GET and POST.
- * Usage: c-server PORT [THREADS] */
+ * With `deferred`, each request is answered as reactor-server answers one whose reply waits
+ * (a `sync` action waiting for its commit): the handler suspends the connection, and the loop
+ * resumes every suspended one after each MHD_run and runs MHD again, which calls the handler
+ * once more to queue the reply. On the loop's own thread, with no allocation: what it adds over
+ * answering at once is libmicrohttpd's suspend and resume alone.
+ * Usage: c-server PORT [THREADS] [deferred] */
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -18,13 +23,28 @@
 #include <unistd.h>
 
 static const char BODY[] = "{\"value\":1}";
-static int marker;
+/* A request's con_cls: started (headers read), then, when deferred, suspended. */
+static int started, suspended;
+static int deferred;
+
+/* One event loop: its daemon, and (deferred) the connections suspended since it last ran it. */
+struct loop {
+  struct MHD_Daemon *daemon; int epoll_fd; int wake_fd; pthread_t thread;
+  struct MHD_Connection **suspended; unsigned suspended_count;
+};
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **con_cls) {
-  (void)cls; (void)url; (void)method; (void)version; (void)upload;
-  if (*con_cls == NULL) { *con_cls = &marker; return MHD_YES; }
+  (void)url; (void)method; (void)version; (void)upload;
+  if (*con_cls == NULL) { *con_cls = &started; return MHD_YES; }
   if (*upload_size != 0) { *upload_size = 0; return MHD_YES; }
+  if (deferred && *con_cls == &started) {
+    struct loop *loop = cls;
+    *con_cls = &suspended;
+    loop->suspended[loop->suspended_count++] = c;
+    MHD_suspend_connection(c);
+    return MHD_YES;
+  }
   struct MHD_Response *r = MHD_create_response_from_buffer(sizeof BODY - 1, (void *)BODY, MHD_RESPMEM_PERSISTENT);
   MHD_add_response_header(r, "Content-Type", "application/json");
   enum MHD_Result ret = MHD_queue_response(c, 200, r);
@@ -32,7 +52,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   return ret;
 }
 
-struct loop { struct MHD_Daemon *daemon; int epoll_fd; int wake_fd; pthread_t thread; };
 static volatile sig_atomic_t stopping;
 
 static void *run(void *arg) {
@@ -43,6 +62,11 @@ static void *run(void *arg) {
     int wait = MHD_get_timeout(loop->daemon, &timeout) == MHD_YES ? (int)(timeout > 1000 ? 1000 : timeout) : -1;
     epoll_wait(loop->epoll_fd, &event, 1, wait);
     MHD_run(loop->daemon);
+    if (loop->suspended_count > 0) {
+      for (unsigned i = 0; i < loop->suspended_count; i++) MHD_resume_connection(loop->suspended[i]);
+      loop->suspended_count = 0;
+      MHD_run(loop->daemon);
+    }
   }
   return NULL;
 }
@@ -50,6 +74,7 @@ static void *run(void *arg) {
 int main(int argc, char **argv) {
   unsigned port = argc > 1 ? (unsigned)atoi(argv[1]) : 8081;
   unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+  deferred = argc > 3 && strcmp(argv[3], "deferred") == 0;
   if (threads < 1) threads = 1;
   if (threads > 64) threads = 64;
   struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -61,10 +86,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   struct loop loops[64];
+  unsigned limit = (16384u + threads - 1) / threads;
   for (unsigned i = 0; i < threads; i++) {
+    loops[i].suspended = calloc(limit, sizeof *loops[i].suspended);
+    loops[i].suspended_count = 0;
     loops[i].daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, handler, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, (16384u + threads - 1) / threads, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_END);
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, handler, &loops[i],
+        MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_END);
     if (loops[i].daemon == NULL) { fprintf(stderr, "cannot start\n"); return 1; }
     /* The loop waits on the daemon's epoll descriptor and on an eventfd that ends it. */
     loops[i].epoll_fd = epoll_create1(EPOLL_CLOEXEC);
