@@ -8,7 +8,8 @@
  * resumes every suspended one after each MHD_run and runs MHD again, which calls the handler
  * once more to queue the reply. On the loop's own thread, with no allocation: what it adds over
  * answering at once is libmicrohttpd's suspend and resume alone.
- * Usage: c-server PORT [THREADS] [deferred] */
+ * Usage: c-server PORT [THREADS] [deferred]; PORT 0 takes a free one. Once listening it prints
+ * "listening on http://127.0.0.1:PORT", as reactor-server does. */
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -85,6 +86,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cannot listen\n");
     return 1;
   }
+  socklen_t length = sizeof addr;
+  getsockname(listen_fd, (struct sockaddr *)&addr, &length);
+  printf("listening on http://127.0.0.1:%u\n", ntohs(addr.sin_port));
+  fflush(stdout);
   struct loop loops[64];
   unsigned limit = (16384u + threads - 1) / threads;
   for (unsigned i = 0; i < threads; i++) {
