@@ -74,7 +74,7 @@ let package = Package(
         // Helpers for testing reactors: a manual clock and a state recorder.
         .target(name: "ReactorTesting", dependencies: ["ReactorCore", "Locking"]),
         // Counter, Todo, Search and Room example reactors, written as a user would.
-        .target(name: "ReactorExamples", dependencies: ["ReactorCore", .product(name: "Metrics", package: "swift-metrics")]),
+        .target(name: "ReactorExamples", dependencies: ["ReactorCore", "Locking", .product(name: "Metrics", package: "swift-metrics")]),
 
         // The sorted-key JSON encoder: equal states give equal bytes, at a fraction of
         // Foundation's cost.
@@ -158,6 +158,7 @@ let package = Package(
         .target(
             name: "ReactorServerKit",
             dependencies: [
+                "Locking",
                 "ReactorCore",
                 "ReactorHTTP",
                 "ReactorHosting",
@@ -174,7 +175,7 @@ let package = Package(
 
         // The Swift client for apps: RemoteReactor binds an instance on a server as if it were
         // local, over URLSession (FoundationNetworking on Linux). No server code.
-        .target(name: "ReactorClient", dependencies: ["ReactorCore"]),
+        .target(name: "ReactorClient", dependencies: ["ReactorCore", "Locking"]),
         // A command-line demo of the client against `make run`: a counter, its states as they stream.
         .executableTarget(name: "reactor-client-demo", dependencies: ["ReactorClient", "ReactorExamples"]),
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -36,7 +36,7 @@ final class ActionOutbox: Sendable {
     private let policy: ReconnectPolicy
     private let retryHint: @Sendable () -> Int?
     private let reachabilityChanged: @Sendable (_ reachable: Bool) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - path: where actions are POSTed.

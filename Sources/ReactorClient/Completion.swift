@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A result that arrives once, awaited by any number of tasks; a waiting task that is cancelled
 /// stops waiting with `CancellationError` (the result still arrives for the others).
@@ -9,7 +9,7 @@ final class Completion<Value: Sendable>: Sendable {
         var nextWaiter = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 

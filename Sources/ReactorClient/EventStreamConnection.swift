@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// An instance's event stream, kept open: it connects, hands on each event, and after a drop
 /// or an end that means "reconnect" (`shutdown`, `moved`, `unavailable`) connects again with
@@ -24,7 +24,7 @@ final class EventStreamConnection: Sendable {
     private let transport: HTTPTransport
     private let path: String
     private let policy: ReconnectPolicy
-    private let hint = Mutex<Int?>(nil)
+    private let hint = Locked<Int?>(nil)
 
     init(transport: HTTPTransport, path: String, policy: ReconnectPolicy) {
         self.transport = transport

@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Observation
 import ReactorCore
-import Synchronization
 
 /// A reactor instance on a server, used from an app as if it were local: the app shares the
 /// reactor's `Action` and `State` types with the server (one module both depend on), sends
@@ -55,7 +55,7 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         var isRewound = false
     }
 
-    private let storage: Mutex<Storage>
+    private let storage: Locked<Storage>
     private let registrar = ObservationRegistrar()
     private let transport: HTTPTransport
     private let connection: EventStreamConnection
@@ -71,7 +71,7 @@ public final class RemoteReactor<R: Reactor>: Observable, Sendable {
         self.server = server
         self.transport = transport
         self.configuration = configuration
-        self.storage = Mutex(Storage(latest: snapshot.versioned))
+        self.storage = Locked(Storage(latest: snapshot.versioned))
         let path = "/reactors/\(Self.pathSegment(snapshot.id))"
         let connection = EventStreamConnection(transport: transport, path: path + "/events", policy: configuration.reconnect)
         self.connection = connection

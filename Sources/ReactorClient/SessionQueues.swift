@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -85,7 +85,7 @@ enum SessionQueues {
 #if canImport(FoundationNetworking)
     /// A data task that may be cancelled before it is made: then it is never made.
     private final class PendingTask: Sendable {
-        private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+        private let state = Locked<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
 
         /// The task `make` returns, or nil (and `make` is not called) when cancelled already.
         func start(_ make: () -> URLSessionDataTask) -> URLSessionDataTask? {

@@ -1,9 +1,9 @@
-import Synchronization
+import Locking
 
 /// A weak reference that can be set after it is handed out, so that a part made in an
 /// initialiser can call back its owner without keeping it alive.
 final class WeakReference<Object: AnyObject & Sendable>: Sendable {
-    private let reference = Mutex<Weak>(Weak())
+    private let reference = Locked<Weak>(Weak())
 
     private struct Weak {
         weak var object: Object?

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Carries messages to every process serving the same reactors: how a process-wide store (the
 /// global state an app merges in `transform(mutation:)`) spans several nodes.
@@ -16,9 +16,9 @@ public protocol ClusterChannel: Sendable {
 /// A ``ClusterChannel`` within one process (one node): each message reaches the subscribers at
 /// once, on the publishing thread, in the order published.
 public final class LocalChannel: ClusterChannel {
-    private let receivers = Mutex<[@Sendable ([UInt8]) -> Void]>([])
+    private let receivers = Locked<[@Sendable ([UInt8]) -> Void]>([])
     /// Serialises deliveries, so that every subscriber hears messages in one order.
-    private let delivery = Mutex(())
+    private let delivery = Locked(())
 
     /// A channel with no subscriber yet.
     public init() {}

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import ReactorCore
-import Synchronization
 
 /// A process-wide chat room shared by every ``RoomReactor``: the global state of the room
 /// example. Use ``shared`` in the server and a fresh `Room()` in tests.
@@ -54,7 +54,7 @@ public final class Room: Sendable {
 
     /// How many messages the room keeps.
     public let historyLimit: Int
-    private let storage = Mutex(Storage())
+    private let storage = Locked(Storage())
 
     /// An empty room that keeps the last `historyLimit` messages, said through `channel` (by
     /// default, within this process).

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Reads option defaults from the environment, so that every option of a service's command line
 /// has an environment variable of the same meaning (a flag given on the command line wins).
@@ -15,7 +15,7 @@ import Synchronization
 /// is kept as a problem, which `serve` reports (naming the variable and its option) instead of
 /// silently falling back to the default.
 public enum ServiceEnvironment {
-    private static let problems = Mutex<[String: String]>([:])
+    private static let problems = Locked<[String: String]>([:])
 
     /// The variable `name`, or `fallback` when it is unset or empty.
     public static func string(_ name: String, default fallback: String) -> String {

@@ -1,7 +1,7 @@
 import Glibc
+import Locking
 import Logging
 import ReactorHTTP
-import Synchronization
 
 /// Writes each log entry to standard error as one JSON object on one line, for container log
 /// collectors: `{"timestamp":"2026-01-02T03:04:05.678Z","level":"info","label":"reactor-server",
@@ -101,7 +101,7 @@ struct JSONLogHandler: LogHandler {
 /// Writes whole lines to a file descriptor, one writer at a time, so that lines from several
 /// threads never interleave.
 final class LineWriter: Sendable {
-    private let lock = Mutex<Int32>(0)
+    private let lock = Locked<Int32>(0)
 
     init(fileDescriptor: Int32) {
         lock.withLock { $0 = fileDescriptor }
