@@ -101,10 +101,11 @@ struct JSONLogHandler: LogHandler {
 /// Writes whole lines to a file descriptor, one writer at a time, so that lines from several
 /// threads never interleave.
 final class LineWriter: Sendable {
-    private let lock = Locked<Int32>(0)
+    /// The descriptor, behind the lock every line is written under.
+    private let lock: Locked<Int32>
 
     init(fileDescriptor: Int32) {
-        lock.withLock { $0 = fileDescriptor }
+        lock = Locked(fileDescriptor)
     }
 
     func write(_ line: String) {
