@@ -160,16 +160,19 @@ fuzz: deps
 ## both always run, and the target fails if either does. Servers the tests start are built with
 ## the same sanitizer; ServerProcess.stop() fails a test whose server did not exit 0. Under
 ## AddressSanitizer the test runner and each server it starts are also checked for memory they
-## lost by the time they exit (LeakSanitizer, with Tests/leak-suppressions.txt). About 9 minutes
-## from a clean clone on 2 cores; not in `make test`: `.ci/run` runs it last.
-sanitize: deps
+## lost by the time they exit (LeakSanitizer, with Tests/leak-suppressions.txt). As in `make test`,
+## a PostgreSQL server of their own runs beside them, so the PostgreSQL store's tests run under
+## both sanitizers too. About 9 minutes from a clean clone on 2 cores; not in `make test`:
+## `.ci/run` runs it last.
+SANITIZED_TEST := PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
+sanitize: deps venv
 	@status=0; \
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan && \
-	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan || status=1; \
+	  $(SANITIZED_TEST) --sanitize=thread --scratch-path .build-tsan || status=1; \
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan && \
 	  ASAN_OPTIONS=detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/leak-suppressions.txt:print_suppressions=0 \
-	  $(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan || status=1; \
+	  $(SANITIZED_TEST) --sanitize=address --scratch-path .build-asan || status=1; \
 	exit $$status
 
 ## Benchmarks against raw libmicrohttpd and Hummingbird (not part of `make test`); BENCH_ARGS=--quick for a short run.

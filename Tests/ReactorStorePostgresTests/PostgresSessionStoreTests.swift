@@ -239,7 +239,7 @@ struct PostgresSessionStoreTests {
     }
 
     @Test func renewalReportsTheSessionsAnotherNodeClaimed() async throws {
-        let lost = Mutex<Set<String>>([])
+        let lost = Locked<Set<String>>([])
         let a = try node("a", lease: .milliseconds(600))
         defer { a.close() }
         a.onOwnershipLost { ids in lost.withLock { $0.formUnion(ids) } }
@@ -253,7 +253,7 @@ struct PostgresSessionStoreTests {
     }
 
     @Test func askingForAHeldSessionAsksItsOwnerToHandItOver() async throws {
-        let asked = Mutex<[String]>([])
+        let asked = Locked<[String]>([])
         let (a, b) = (try node("a"), try node("b"))
         defer {
             a.close()
