@@ -230,8 +230,8 @@ let package = Package(
             ]
         ),
         // A package written against an earlier release: its code and imports, which must still
-        // compile (with deprecation warnings) and serve.
-        .testTarget(name: "LegacyAPITests", dependencies: ["ReactorCore", "ReactorHTTP", "MicroHTTP"]),
+        // compile and serve.
+        .testTarget(name: "LegacyAPITests", dependencies: ["ReactorCore", "ReactorHosting", "ReactorHTTP", "MicroHTTP"]),
         // The service kit's own parts: JSON Web Token verification (jwt-kit signs the tokens),
         // and what an app sees through its one import.
         .testTarget(

@@ -46,7 +46,7 @@ public protocol ReactorServiceApp: Sendable {
     /// Registers the reactor types the service serves. Called once when `serve` starts, with the
     /// app's options as parsed; every instance, new or brought back from the store, is made by
     /// the factories registered here.
-    func register(_ reactors: inout ReactorHosting.ReactorRegistry, options: Options)
+    func register(_ reactors: inout ReactorRegistry, options: Options)
 
     /// Who may use the service, in the app's own way: an `Authenticator` mapping each request
     /// to its subject (or refusing it). Used with `--auth app`, the default when this returns

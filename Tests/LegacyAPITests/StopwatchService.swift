@@ -1,11 +1,12 @@
-// A service as the README of release 0.0 taught it, before ReactorRegistry moved to
-// ReactorHosting: the same imports and the same code, which must still compile (with
-// deprecation warnings) and serve. Only the last lines differ: a test starts and stops the
-// server instead of `dispatchMain()`.
+// A service as the README of release 0.0 taught it: the same code, which must still compile
+// and serve. Two things differ: `import ReactorHosting`, where `ReactorRegistry` has lived since
+// 0.1.0 (whose deprecated alias in `ReactorHTTP` said so, and went in 0.2.0), and the last lines:
+// a test starts and stops the server instead of `dispatchMain()`.
 import Dispatch
 import MicroHTTP
 import ReactorCore
 import ReactorHTTP
+import ReactorHosting
 
 final class StopwatchReactor: Reactor {
     enum Action: Codable, Sendable {

@@ -91,7 +91,7 @@ struct AuthenticationTests {
 
         init(_ current: String?, refreshed: String?) throws {
             tokens = TokenSource(current, refreshed: refreshed)
-            var registry = ReactorHosting.ReactorRegistry()
+            var registry = ReactorRegistry()
             registry.register("counter") { CounterReactor(delay: .zero) }
             var configuration = ReactorServiceConfiguration()
             configuration.reactorThreads = 1

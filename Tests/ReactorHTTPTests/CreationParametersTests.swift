@@ -45,8 +45,8 @@ import Testing
         var all: [(ProfileParameters, CreationContext)] { calls.withLock { $0 } }
     }
 
-    static func registry(recording calls: FactoryCalls) -> ReactorHosting.ReactorRegistry {
-        var registry = ReactorHosting.ReactorRegistry()
+    static func registry(recording calls: FactoryCalls) -> ReactorRegistry {
+        var registry = ReactorRegistry()
         registry.register(
             "profile", summary: "a user's profile", exampleActions: [ProfileReactor.Action.greet],
             exampleParameters: ProfileParameters(userID: "example")

@@ -30,8 +30,8 @@ import Testing
         let seen = Locked<[String?]>([])
     }
 
-    static func registry(_ subjects: Subjects) -> ReactorHosting.ReactorRegistry {
-        var registry = ReactorHosting.ReactorRegistry()
+    static func registry(_ subjects: Subjects) -> ReactorRegistry {
+        var registry = ReactorRegistry()
         registry.register("counter") { (context: CreationContext) in
             subjects.seen.withLock { $0.append(context.subject) }
             return CounterReactor(delay: .zero)

@@ -42,7 +42,7 @@ public final class ReactorServer: Service, Sendable {
 
     /// Creates a server; nothing listens until `start()`.
     public init(
-        registry: ReactorHosting.ReactorRegistry,
+        registry: ReactorRegistry,
         configuration: ReactorServiceConfiguration = .init(),
         http httpConfiguration: HTTPServerConfiguration = .init(),
         logger: Logger = Logger(label: "reactor-server")

@@ -13,7 +13,7 @@ import Tracing
 public final class ReactorService: Sendable {
     /// The limits and behaviour in force.
     public let configuration: ReactorServiceConfiguration
-    let registry: ReactorHosting.ReactorRegistry
+    let registry: ReactorRegistry
     /// The instances, their lifecycle and their store.
     let host: ReactorHost
     var table: InstanceTable { host.table }
@@ -32,7 +32,7 @@ public final class ReactorService: Sendable {
 
     /// Creates a service serving the registered reactor types.
     public init(
-        registry: ReactorHosting.ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
+        registry: ReactorRegistry, configuration: ReactorServiceConfiguration = .init(),
         logger: Logger = Logger(label: "reactor-server")
     ) {
         self.registry = registry

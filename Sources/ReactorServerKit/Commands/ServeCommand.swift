@@ -285,9 +285,9 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         http.connectionTimeout = connectionTimeoutS > 0 ? .seconds(connectionTimeoutS) : nil
 
         // With a database the nodes share, the reactors' cluster channels reach every node through it.
-        var registry = ReactorHosting.ReactorRegistry()
+        var registry = ReactorRegistry()
         if case .postgres(let database) = location {
-            registry = ReactorHosting.ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
+            registry = ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
         }
         let app = App()
         app.register(&registry, options: appOptions)

@@ -8,13 +8,13 @@ import ReactorHosting
 /// port of 127.0.0.1, with one HTTP thread and one reactor thread; `configure` adjusts the
 /// service's configuration. Not started.
 func inProcessCounterServer(configure: (inout ReactorServiceConfiguration) -> Void = { _ in }) -> ReactorServer {
-    var registry = ReactorHosting.ReactorRegistry()
+    var registry = ReactorRegistry()
     registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
     return inProcessServer(registry: registry, configure: configure)
 }
 
 /// A `ReactorServer` in the test's own process serving `registry`, as ``inProcessCounterServer(configure:)``.
-func inProcessServer(registry: ReactorHosting.ReactorRegistry, configure: (inout ReactorServiceConfiguration) -> Void = { _ in })
+func inProcessServer(registry: ReactorRegistry, configure: (inout ReactorServiceConfiguration) -> Void = { _ in })
     -> ReactorServer
 {
     var http = HTTPServerConfiguration()
