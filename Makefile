@@ -82,11 +82,15 @@ build: deps
 run: build
 	.build/release/reactor-server --host $(HOST) --port $(PORT)
 
+## The Swift tests, already built, beside a PostgreSQL server of their own whose URL they read
+## from REACTOR_TEST_POSTGRES (in `make test` and, sanitized, in `make sanitize`).
+SWIFT_TEST_WITH_POSTGRES = PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
+
 test: test-deps venv
 	$(MAKE) lint
 	$(SWIFT) build --build-tests
 	api/check
-	PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
+	$(SWIFT_TEST_WITH_POSTGRES)
 	$(MAKE) -j2 --output-sync=target fuzz test-starter-docs
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
 	  STARTER_BIN=$(abspath .build/debug/my-service) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=10 Tests/python
@@ -164,15 +168,14 @@ fuzz: deps
 ## a PostgreSQL server of their own runs beside them, so the PostgreSQL store's tests run under
 ## both sanitizers too. About 9 minutes from a clean clone on 2 cores; not in `make test`:
 ## `.ci/run` runs it last.
-SANITIZED_TEST := PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 sanitize: deps venv
 	@status=0; \
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan && \
-	  $(SANITIZED_TEST) --sanitize=thread --scratch-path .build-tsan || status=1; \
+	  $(SWIFT_TEST_WITH_POSTGRES) --sanitize=thread --scratch-path .build-tsan || status=1; \
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan && \
 	  ASAN_OPTIONS=detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/leak-suppressions.txt:print_suppressions=0 \
-	  $(SANITIZED_TEST) --sanitize=address --scratch-path .build-asan || status=1; \
+	  $(SWIFT_TEST_WITH_POSTGRES) --sanitize=address --scratch-path .build-asan || status=1; \
 	exit $$status
 
 ## Benchmarks against raw libmicrohttpd and Hummingbird (not part of `make test`); BENCH_ARGS=--quick for a short run.
