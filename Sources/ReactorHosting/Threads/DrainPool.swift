@@ -88,7 +88,7 @@ final class DrainPoolCore: @unchecked Sendable {
     /// before it sleeps: waking a sleeping thread costs the sender a system call, and under load
     /// the next turn usually comes within microseconds.
     /// (16 measured best against 0, 64 and 256, and against busy spinning, with POSTs to one
-    /// instance side by side: see `Benchmarks/README.md`.)
+    /// instance side by side: see `Benchmarks/DECISIONS.md`.)
     let lingerYields = 16
 
     struct PoolState {
