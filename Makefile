@@ -37,7 +37,8 @@ STARTER_BUILD := --package-path $(STARTER) --scratch-path $(CURDIR)/.build
 
 ## What `reactor-server --version` and the reactor_server_build_info metric report: read from git
 ## at each build and handed to Package.swift through the environment (nothing is generated or
-## committed); outside a git checkout, or with a bare `swift build`, both are "unknown".
+## committed); outside a git checkout, or with a bare `swift build`, both are "unknown", and
+## `--version` names the release the source is (BuildInfo.release) instead.
 export REACTOR_SERVER_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 export REACTOR_SERVER_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 

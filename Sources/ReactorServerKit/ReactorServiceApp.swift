@@ -37,7 +37,10 @@ public protocol ReactorServiceApp: Sendable {
     static var abstract: String { get }
 
     /// What `--version` prints; by default the command's name with the version and commit of
-    /// the build (`git describe` as `make` and the Dockerfile pass it in `REACTOR_SERVER_VERSION`).
+    /// the build (`git describe` as `make` and the Dockerfile pass it in `REACTOR_SERVER_VERSION`),
+    /// or, in a build without them, with the ReactorServer release it was built against:
+    /// `my-service (ReactorServer 0.2.0)` for 0.2.0. An app with a version of its own returns it
+    /// here.
     static var version: String { get }
 
     /// Makes the app. It is made once, before `register(_:options:)`.
@@ -61,7 +64,7 @@ extension ReactorServiceApp {
 
     public static var abstract: String { "Serves ReactorKit-style reactors over HTTP/JSON with server-sent events." }
 
-    public static var version: String { "\(commandName) \(BuildInfo.version) (commit \(BuildInfo.commit))" }
+    public static var version: String { VersionLine.describe(command: commandName) }
 
     /// No authenticator of the app's own.
     public func authenticator(options: Options) -> (any Authenticator)? { nil }

@@ -13,8 +13,8 @@ import zlib
 
 import pytest
 
-from conftest import (HARDENED, REACTOR_SERVER, REACTOR_SERVER_IMAGE, STARTER, STOP_TIMEOUT, Container,
-                      first_state, podman, wait_until)
+from conftest import (HARDENED, LABEL, REACTOR_SERVER, REACTOR_SERVER_IMAGE, REPO_ROOT, STARTER, STOP_TIMEOUT,
+                      Container, first_state, podman, wait_until)
 
 #: docker/Dockerfile's debug-info target: the binary's debug information (Tests/containers/run).
 DEBUG_INFO = os.environ.get("REACTOR_SERVER_DEBUG_INFO")
@@ -115,6 +115,22 @@ def test_kill_9_loses_no_acknowledged_action(containers):
     last = restarted.act(instance_id)["state"]["value"] - step
     assert len(acknowledged) * step <= last <= (len(acknowledged) + len(workers)) * step, \
         (last, len(acknowledged), restarted.logs()[-3000:])
+
+
+def test_version_names_the_build_or_the_release_the_service_was_built_against():
+    def version(image) -> str:
+        return podman("run", "--rm", "--label", LABEL, image.tag, "--version").stdout
+
+    # Tests/containers/run passes `git describe` and the commit as build arguments, as the
+    # Dockerfile's header says to.
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert re.fullmatch(rf"reactor-server \S+ \(commit {head}\)\n", version(REACTOR_SERVER)), version(REACTOR_SERVER)
+    # The starter's Dockerfile, built unmodified as a team builds it, is given neither: its service
+    # names the ReactorServer release it depends on.
+    package = (REPO_ROOT / "Templates/starter/Package.swift").read_text()
+    (release,) = re.findall(r'reactor-server\.git", from: "([0-9.]+)"', package)
+    assert version(STARTER) == f"my-service (ReactorServer {release})\n"
 
 
 def test_runs_unprivileged_on_a_read_only_root_without_capabilities(containers):

@@ -9,7 +9,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import server_binary
+from conftest import REPO_ROOT, server_binary
 
 PROCESS_FAMILIES = {"process_cpu_seconds": "counter", "process_resident_memory_bytes": "gauge",
                     "process_open_fds": "gauge", "process_start_time_seconds": "gauge",
@@ -79,14 +79,24 @@ def test_process_families(start_server):
     assert before - 1 <= value(families, "process_start_time_seconds") <= after + 1
 
 
-def test_build_info_names_the_version_and_commit(start_server):
+def newest_release() -> str:
+    """The newest release CHANGELOG.md names."""
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text()
+    return re.search(r"^## \[(\d+\.\d+\.\d+)\]", changelog, flags=re.M).group(1)
+
+
+def test_build_info_names_the_version_commit_and_release(start_server):
     server = start_server()
     families = scrape(server)
     assert families["reactor_server_build_info"].type == "gauge"
     (sample,) = families["reactor_server_build_info"].samples
     assert sample.value == 1
+    assert sample.labels["release"] == newest_release(), sample.labels
     printed = subprocess.run([str(server_binary()), "--version"], capture_output=True, text=True, timeout=30).stdout
-    assert printed == f"reactor-server {sample.labels['version']} (commit {sample.labels['commit']})\n"
+    if sample.labels["version"] == "unknown":  # a build that was given no version names its release
+        assert printed == f"reactor-server (ReactorServer {newest_release()})\n"
+    else:
+        assert printed == f"reactor-server {sample.labels['version']} (commit {sample.labels['commit']})\n"
 
 
 def test_counters_recorded_through_swift_metrics_reach_metrics(start_server):

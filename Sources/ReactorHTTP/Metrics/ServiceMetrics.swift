@@ -50,8 +50,9 @@ final class ServiceMetrics: Sendable {
             "reactor_requests_waiting_for_store",
             "Requests being served off the event loops because they need the session store (an instance to bring back, a new id to check).")
         registry.gauge(
-            "reactor_server_build_info", "The version and commit ReactorServer was built from; always 1.",
-            labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit)]
+            "reactor_server_build_info",
+            "The version and commit ReactorServer was built from, and its release; always 1.",
+            labels: [("version", BuildInfo.version), ("commit", BuildInfo.commit), ("release", BuildInfo.release)]
         ).set(to: 1)
         storeObserver = hasStore ? Self.storeObserver(registry) : nil
         instances.set(to: 0)
