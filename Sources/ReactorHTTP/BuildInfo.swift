@@ -6,7 +6,7 @@ import CReactorBuildInfo
 /// `swift build`, a source archive, a package that depends on ReactorServer by URL) says
 /// `unknown`. ``release`` is known in every build.
 public enum BuildInfo {
-    /// The version, e.g. `v1.2.0`, `v1.2.0-3-gabc1234-dirty`, or an abbreviated commit without tags.
+    /// The version, e.g. `0.2.0`, `0.2.0-3-gabc1234-dirty`, or an abbreviated commit without tags.
     public static let version = String(cString: reactor_build_version())
     /// The full commit hash.
     public static let commit = String(cString: reactor_build_commit())
