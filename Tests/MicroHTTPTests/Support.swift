@@ -84,8 +84,12 @@ enum Clients {
         try await run("/usr/bin/python3", [script, mode, String(port)] + arguments, timeout: timeout)
     }
 
-    static func curl(_ arguments: [String], timeout: Duration = .seconds(30)) async throws -> ProcessResult {
-        try await run("/usr/bin/curl", ["-s", "--max-time", "20"] + arguments, timeout: timeout)
+    /// Runs curl, which gives up after `maxTime` seconds (a failure guard), the process ended
+    /// after `timeout`.
+    static func curl(_ arguments: [String], maxTime: Int = 20, timeout: Duration = .seconds(30)) async throws
+        -> ProcessResult
+    {
+        try await run("/usr/bin/curl", ["-s", "--max-time", String(maxTime)] + arguments, timeout: timeout)
     }
 }
 
