@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Glibc
 
 /// Hands heap memory that closed connections freed back to the system.
 ///
@@ -9,7 +10,9 @@ import CMicroHTTPD
 ///
 /// Looking is not free either: `mallinfo2` walks the whole heap, which takes milliseconds once it
 /// holds hundreds of megabytes (100,000 instances). So the wait before the next look grows with
-/// what the last one took (see ``wait(afterLookTaking:)``).
+/// what the last one took (see ``wait(afterLookTaking:)``), counted in the CPU time of the thread
+/// that looked: on a busy machine that preempts the look, its wall-clock time would space the
+/// looks out (up to ``longestPeriod``) while they cost no more.
 enum MemoryTrim {
     /// Free heap bytes worth trimming.
     static let threshold = 1 << 20
@@ -23,10 +26,17 @@ enum MemoryTrim {
 
     /// Looks (and trims if worthwhile); returns how long to wait before the next look.
     static func look() -> Duration {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = threadCPUTime()
         trimIfWorthwhile()
-        return wait(afterLookTaking: clock.now - start)
+        return wait(afterLookTaking: threadCPUTime() - start)
+    }
+
+    /// The CPU time the calling thread has used. `look()` has no suspension point, so it starts
+    /// and ends on one thread.
+    static func threadCPUTime() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
 
     /// The wait after a look that took `spent`: ``period`` for a small heap, ``costFactor`` times

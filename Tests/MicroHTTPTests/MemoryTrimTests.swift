@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import MicroHTTP
@@ -15,6 +16,20 @@ import Testing
 
     @Test func theWaitIsCapped() {
         #expect(MemoryTrim.wait(afterLookTaking: .seconds(1)) == MemoryTrim.longestPeriod)
+    }
+
+    @Test func theCostOfALookIsTheCPUTimeItsThreadSpent() {
+        // Asleep, a thread spends (almost) no CPU time, however long the wall clock says it took:
+        // a look preempted on a busy machine is not counted as a costly one.
+        let before = MemoryTrim.threadCPUTime()
+        usleep(200_000)
+        let asleep = MemoryTrim.threadCPUTime() - before
+        #expect(asleep < .milliseconds(20), "CPU time while asleep: \(asleep)")
+        // Busy, it spends CPU time (bounded by the wall clock, should the clock not advance).
+        let busyStart = MemoryTrim.threadCPUTime()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while MemoryTrim.threadCPUTime() - busyStart < .milliseconds(30), ContinuousClock.now < deadline {}
+        #expect(MemoryTrim.threadCPUTime() - busyStart >= .milliseconds(30))
     }
 
     @Test func aLookReportsAWaitWithinTheBounds() {
