@@ -36,7 +36,7 @@ enum MemoryTrim {
     static func threadCPUTime() -> Duration {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+        return Duration(now)
     }
 
     /// The wait after a look that took `spent`: ``period`` for a small heap, ``costFactor`` times

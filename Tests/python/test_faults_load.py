@@ -162,8 +162,8 @@ class Baseline:
         """Waits (bounded) for descriptors to return to the baseline and RSS to come within 10%."""
         fds = wait_for(lambda: (lambda n: n if n <= self.fds else 0)(fd_count(self.pid)), 20,
                        f"{label}: descriptors back to {self.fds} (now {fd_count(self.pid)})")
-        # The server looks for freed heap to return every 2 s, and at least every 20 s when a look
-        # was costly (MemoryTrim.longestPeriod): the bound covers the longest spacing.
+        # The server looks for freed heap to return every 2 s, and up to 20 s apart after a costly
+        # look (MemoryTrim.longestPeriod): the bound covers the longest spacing.
         try:
             rss = wait_for(lambda: (lambda r: r if r <= self.rss * 1.10 else 0)(rss_kib(self.pid)), 25,
                            f"{label}: RSS back within 10%")
