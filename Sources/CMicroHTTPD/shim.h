@@ -79,6 +79,12 @@ static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
 }
 
 /** MHD_CONTENT_READER_END_OF_STREAM and MHD_SIZE_UNKNOWN are macros Swift cannot import. */
+/** The socket of a connection, or -1 when unknown. */
+static inline int cmhd_connection_fd(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return info == NULL ? -1 : info->connect_fd;
+}
+
 /** Copies the client's address of a connection (IPv4 or IPv6) into *out: 1, or 0 when unknown. */
 static inline int cmhd_client_address(struct MHD_Connection *c, struct sockaddr_in6 *out) {
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);

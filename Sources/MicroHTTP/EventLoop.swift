@@ -51,20 +51,24 @@ final class LoopWaker: Sendable, BatchableWakeUp {
     }
 }
 
-/// What libmicrohttpd's callbacks get as their context: the server, and the waker of the loop
-/// running the daemon that called them (a connection resumed later must wake that loop).
+/// What libmicrohttpd's callbacks get as their context: the server, the waker of the loop
+/// running the daemon that called them (a connection resumed later must wake that loop), and the
+/// loop's watch for streams whose clients hang up.
 final class DaemonContext: Sendable {
     let core: ServerCore
     let waker: LoopWaker
+    let hangUps: HangUpWatch
 
-    init(core: ServerCore, waker: LoopWaker) {
+    init(core: ServerCore, waker: LoopWaker, hangUps: HangUpWatch) {
         self.core = core
         self.waker = waker
+        self.hangUps = hangUps
     }
 }
 
 /// One libmicrohttpd daemon in external epoll mode, run by a thread of its own:
-/// `poll` on the daemon's epoll descriptor and the waker, then `MHD_run`, until stopped.
+/// `poll` on the daemon's epoll descriptor, the waker and the ``HangUpWatch``, then `MHD_run`,
+/// until stopped.
 ///
 /// `poll`, not an epoll set of our own holding the daemon's: the kernel treats an epoll set that
 /// is itself watched by another as nested, and then every `EPOLL_CTL_ADD` to it takes a global
@@ -104,10 +108,12 @@ final class EventLoop: Sendable {
 
     private func run() {
         let waker = context.waker
+        let hangUps = context.hangUps
         let readable = Int16(POLLIN)
         var descriptors = (
             pollfd(fd: cmhd_epoll_fd(daemon.raw), events: readable, revents: 0),
-            pollfd(fd: waker.descriptor, events: readable, revents: 0)
+            pollfd(fd: waker.descriptor, events: readable, revents: 0),
+            pollfd(fd: hangUps.descriptor, events: readable, revents: 0)
         )
         var connections = cmhd_current_connections(daemon.raw)
         var runAgain = false
@@ -123,9 +129,13 @@ final class EventLoop: Sendable {
                 wait = Int32(clamping: timeout)
             }
             let ready = withUnsafeMutableBytes(of: &descriptors) { buffer in
-                poll(buffer.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, wait)
+                poll(buffer.baseAddress!.assumingMemoryBound(to: pollfd.self), 3, wait)
             }
             waker.beginTurn(signalled: ready > 0 && descriptors.1.revents & readable != 0)
+            if ready > 0, descriptors.2.revents & readable != 0 {
+                // Before the run: no stream named here has completed since the watch saw it.
+                for id in hangUps.takeHungUp() { context.core.stream(id)?.clientHungUp() }
+            }
             _ = MHD_run(daemon.raw)
             // At its connection limit (or out of descriptors) the daemon takes the listen socket
             // out of its epoll set, and puts it back only at the start of a run after a connection

@@ -134,7 +134,7 @@ private struct Daemons: @unchecked Sendable {
         }
         do {
             for index in 0..<count {
-                let context = DaemonContext(core: core, waker: try LoopWaker())
+                let context = DaemonContext(core: core, waker: try LoopWaker(), hangUps: try HangUpWatch())
                 let pointer = Unmanaged.passUnretained(context).toOpaque()
                 var options = cmhd_options(
                     connection_limit: UInt32(clamping: limit / count + (index < limit % count ? 1 : 0)),

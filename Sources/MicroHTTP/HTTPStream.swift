@@ -23,7 +23,8 @@ public enum HTTPStreamChunk: Sendable {
 public enum HTTPStreamCloseReason: Sendable, Equatable {
     /// The source returned `.end` and every byte was sent.
     case finished
-    /// The client went away (noticed at the next write or heartbeat) or timed out.
+    /// The client went away (noticed when it closes the connection, or at the next write or
+    /// heartbeat when it vanished without closing it) or timed out.
     case clientDisconnected
     /// The server shut down.
     case serverShutdown
@@ -42,14 +43,29 @@ public final class HTTPStream: Sendable {
         var heartbeatDue = false
         var ended = false
         var closed = false
+        /// The client hung up (seen by the loop's ``HangUpWatch``): the next read aborts.
+        var clientGone = false
         var lastWrite: UInt64
     }
 
     private enum Step {
         case wrote(Int)
         case end
+        case abort
         case again
         case ask(any HTTPStreamSource)
+    }
+
+    /// What a read gave libmicrohttpd.
+    enum ReadResult: Equatable {
+        /// This many bytes were copied into the buffer.
+        case wrote(Int)
+        /// Nothing now: the connection has been suspended until the stream is woken.
+        case suspended
+        /// The body is complete.
+        case end
+        /// The client has gone: the connection is closed without the body's end.
+        case abort
     }
 
     /// A process-unique number identifying the stream.
@@ -58,13 +74,38 @@ public final class HTTPStream: Sendable {
     private let connection: ConnectionHandle
     private let heartbeat: HTTPHeartbeat?
     private let server: ServerCore
+    /// The connection's socket in its loop's watch; nil when it could not be watched.
+    private let watched: WatchedSocket?
 
-    init(id: UInt64, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, server: ServerCore) {
+    /// Puts `socket` (the connection's, or -1) in `hangUps`, so that the client's hang-up ends the
+    /// stream at once (``clientHungUp()``). From the loop thread, before the response is queued.
+    init(
+        id: UInt64, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, server: ServerCore,
+        hangUps: HangUpWatch?, socket: Int32
+    ) {
         self.id = id
         self.state = Locked(State(source: source, lastWrite: MonotonicClock.nanoseconds()))
         self.connection = connection
         self.heartbeat = heartbeat
         self.server = server
+        if let hangUps, socket >= 0, hangUps.watch(socket: socket, streamID: id) {
+            watched = WatchedSocket(watch: hangUps, socket: socket)
+        } else {
+            watched = nil
+        }
+    }
+
+    /// The client hung up: resumes the connection if it is suspended, and the next read aborts it.
+    /// From the loop thread that runs the connection's daemon, between its runs.
+    func clientHungUp() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.clientGone = true
+            if state.suspended {
+                state.suspended = false
+                connection.resume()
+            }
+        }
     }
 
     /// True during graceful shutdown: the source should return its final bytes, then `.end`.
@@ -111,11 +152,11 @@ public final class HTTPStream: Sendable {
         }
     }
 
-    /// The content reader: fills `buffer` with at most `max` bytes. Returns the count written,
-    /// 0 only after suspending the connection, or -1 at the end of the stream.
-    func read(into buffer: UnsafeMutableRawPointer, max: Int) -> Int {
+    /// The content reader: fills `buffer` with at most `max` bytes.
+    func read(into buffer: UnsafeMutableRawPointer, max: Int) -> ReadResult {
         while true {
             let step = state.withLock { state -> Step in
+                if state.clientGone { return .abort }
                 if state.offset < state.pending.count {
                     let count = min(max, state.pending.count - state.offset)
                     state.pending.withUnsafeBytes { bytes in
@@ -142,9 +183,11 @@ public final class HTTPStream: Sendable {
             }
             switch step {
             case .wrote(let count):
-                return count
+                return .wrote(count)
             case .end:
-                return -1
+                return .end
+            case .abort:
+                return .abort
             case .again:
                 continue
             case .ask(let source):
@@ -160,26 +203,26 @@ public final class HTTPStream: Sendable {
                     }
                 case .end:
                     state.withLock { $0.ended = true }
-                    return -1
+                    return .end
                 case .idle, .bytes:
                     if server.isShuttingDown {
                         // Shutdown began while the source was answering: ask once more, so it
                         // can send its final bytes.
                         if !shuttingDownBeforeAsking { continue }
                         state.withLock { $0.ended = true }
-                        return -1
+                        return .end
                     }
-                    if suspendUnlessWoken() { return 0 }
+                    if suspendUnlessWoken() { return .suspended }
                 }
             }
         }
     }
 
-    /// Suspends the connection unless a wake or heartbeat arrived since the source was asked.
-    /// Suspension happens under the same lock as `wake()`, so a resume never precedes its suspend.
+    /// Suspends the connection unless a wake, heartbeat or hang-up arrived since the source was
+    /// asked. Suspension happens under the same lock as `wake()`, so a resume never precedes its suspend.
     private func suspendUnlessWoken() -> Bool {
         state.withLock { state in
-            if state.wakePending || state.heartbeatDue || state.ended {
+            if state.wakePending || state.heartbeatDue || state.ended || state.clientGone {
                 state.wakePending = false
                 return false
             }
@@ -189,16 +232,18 @@ public final class HTTPStream: Sendable {
         }
     }
 
-    /// Called once from the completion callback: tells the source and lets it go.
+    /// Called once from the completion callback, while the socket is still open: stops watching
+    /// it, tells the source and lets it go.
     func close(reason: HTTPStreamCloseReason) {
-        let source = state.withLock { state -> (any HTTPStreamSource)? in
-            guard !state.closed else { return nil }
+        let (first, source) = state.withLock { state -> (Bool, (any HTTPStreamSource)?) in
+            guard !state.closed else { return (false, nil) }
             state.closed = true
             state.suspended = false
             state.pending = []
             defer { state.source = nil }
-            return state.source
+            return (true, state.source)
         }
+        if first, let watched { watched.watch.unwatch(socket: watched.socket) }
         source?.streamDidClose(self, reason: reason)
     }
 }

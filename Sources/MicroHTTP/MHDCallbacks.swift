@@ -137,7 +137,8 @@ enum MHDCallbacks {
         case .stream(let source, let heartbeat):
             guard let context else { return no }
             let stream = core.makeStream(
-                source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection, waker: daemon.waker))
+                source: source, heartbeat: heartbeat, connection: ConnectionHandle(raw: connection, waker: daemon.waker),
+                hangUps: daemon.hangUps, socket: cmhd_connection_fd(connection))
             context.stream = stream
             mhdResponse = MHD_create_response_from_callback(
                 cmhd_size_unknown(), Self.streamBlockSize, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree)
@@ -188,8 +189,12 @@ enum MHDCallbacks {
     static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
         guard let cls, let buffer else { return cmhd_end_with_error() }
         let stream = Unmanaged<HTTPStream>.fromOpaque(cls).takeUnretainedValue()
-        let result = stream.read(into: UnsafeMutableRawPointer(buffer), max: max)
-        return result < 0 ? cmhd_end_of_stream() : result
+        switch stream.read(into: UnsafeMutableRawPointer(buffer), max: max) {
+        case .wrote(let count): return count
+        case .suspended: return 0
+        case .end: return cmhd_end_of_stream()
+        case .abort: return cmhd_end_with_error()
+        }
     }
 
     static let streamFree: MHD_ContentReaderFreeCallback = { cls in

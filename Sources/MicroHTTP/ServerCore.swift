@@ -31,9 +31,13 @@ final class ServerCore: Sendable {
 
     // MARK: Streams
 
-    func makeStream(source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle) -> HTTPStream {
+    /// A stream on `connection`, whose `socket` (or -1) goes in `hangUps`; from the loop thread.
+    func makeStream(
+        source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, hangUps: HangUpWatch?, socket: Int32
+    ) -> HTTPStream {
         let id = nextStreamID.add(1, ordering: .relaxed).oldValue
-        let stream = HTTPStream(id: id, source: source, heartbeat: heartbeat, connection: connection, server: self)
+        let stream = HTTPStream(
+            id: id, source: source, heartbeat: heartbeat, connection: connection, server: self, hangUps: hangUps, socket: socket)
         let startTimer = registry.withLock { registry -> Bool in
             registry.streams[id] = stream
             return heartbeat != nil && registry.heartbeatTimer == nil
@@ -48,6 +52,9 @@ final class ServerCore: Sendable {
     }
 
     var openStreams: [HTTPStream] { registry.withLock { Array($0.streams.values) } }
+
+    /// The open stream numbered `id`, if any.
+    func stream(_ id: UInt64) -> HTTPStream? { registry.withLock { $0.streams[id] } }
 
     // MARK: Deferred replies
 

@@ -153,6 +153,19 @@ private func sseHandler(
         #expect(await released.wait(for: 1, timeout: .seconds(5)))
     }
 
+    /// With no heartbeat nothing is written to an idle stream, so only the loop's watch on its
+    /// suspended connection can notice the client leave; without it the stream would stay open.
+    @Test(arguments: ["close", "reset"])
+    func clientLeavingAnIdleStreamIsNoticedWithoutAWrite(how: String) async throws {
+        let subscribers = Subscribers()
+        let server = try startServer(handler: sseHandler(subscribers))
+        defer { server.shutdown() }
+        let result = try await Clients.python("disconnect", port: server.port, ["/events", how])
+        #expect(result.termination == .exited(0))
+        #expect(await subscribers.closed.wait(for: 1, timeout: .seconds(10)))
+        #expect(subscribers.reasons.withLock { $0 } == [.clientDisconnected])
+    }
+
     @Test func heartbeatIsWrittenWhileIdle() async throws {
         let subscribers = Subscribers()
         let heartbeat = HTTPHeartbeat(interval: .milliseconds(20), bytes: Array(": ping\n\n".utf8))

@@ -24,8 +24,6 @@ import Testing
         var configuration = ReactorServiceConfiguration()
         configuration.idleTimeout = .seconds(60)
         configuration.now = { time.now() }
-        // A closed client is noticed at the stream's next write: heartbeat often.
-        configuration.heartbeatInterval = .milliseconds(50)
         let server = ReactorServer(registry: registry, configuration: configuration)
         try server.start()
         return server
@@ -71,7 +69,7 @@ import Testing
         #expect(try await client.get("/reactors/\(id)").status == 200)
 
         stream.stop()
-        // The stream's close is reported by the server asynchronously; the instance counts as
+        // Noticed when the client closes, not at the next heartbeat (15 s by default). The stream's close is reported by the server asynchronously; the instance counts as
         // active from that moment, so it expires only a full timeout later.
         try await waitUntil { server.service.streamCount == 0 }
         #expect(server.service.expireIdleInstances() == 0)

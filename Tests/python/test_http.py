@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from faults_support import wait_for
 
 COUNTER_INITIAL = {"alertMessage": {"count": 0, "value": None}, "isLoading": False, "value": 0}
 PROBLEM = "urn:reactor-server:problem:"
@@ -316,6 +317,22 @@ def test_stream_limits(start_server):
     finally:
         for stream in streams:
             stream.close()
+
+
+def test_a_stream_its_client_left_frees_its_place_at_once(start_server):
+    # An idle stream's only write is its heartbeat (a minute here): the server notices the client
+    # leave without it, so a reloaded page finds the instance's one place free again.
+    server = start_server("--max-streams-per-instance", "1", "--heartbeat-s", "60")
+    instance = server.create()
+    for _ in range(3):
+        stream = server.events(instance["id"])
+        try:
+            assert stream.status == 200, stream.body
+            assert stream.next().retry == 3000
+            assert stream.next().id == "0"
+        finally:
+            stream.close()
+        wait_for(lambda: server.metric("reactor_event_streams") == 0, 5, "the server to end the stream its client left")
 
 
 def test_heartbeat_comments(start_server):

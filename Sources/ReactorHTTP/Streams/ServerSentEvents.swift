@@ -9,7 +9,7 @@ enum ServerSentEvents {
     }
 
     /// A heartbeat comment; it keeps proxies from closing an idle stream and lets the server
-    /// notice a client that went away.
+    /// notice a client that vanished without closing its connection.
     static let heartbeat: [UInt8] = Array(": heartbeat\n\n".utf8)
 
     /// The comment line that marks a state skipping versions (conflated, or resumed from a

@@ -72,8 +72,9 @@ def mode_body_start(port, path, count):
     print(json.dumps({"status": response.status, "body": body.decode(errors="replace")}))
 
 
-def mode_disconnect(port, path):
-    """Reads the first event, then closes the socket abruptly."""
+def mode_disconnect(port, path, how="reset"):
+    """Reads the first event, then closes the socket: abruptly (`reset`, a TCP reset) or in
+    order (`close`, a FIN)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=20)
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     data = b""
@@ -85,7 +86,8 @@ def mode_disconnect(port, path):
         _, separator, body = data.partition(b"\r\n\r\n")
         if separator and b"\n\n" in body:
             break
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    if how == "reset":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     sock.close()
     print(json.dumps({"received": len(data)}))
 
@@ -199,7 +201,7 @@ def main():
     elif mode == "body-start":
         mode_body_start(port, args[0], int(args[1]))
     elif mode == "disconnect":
-        mode_disconnect(port, args[0])
+        mode_disconnect(port, *args[:2])
     elif mode == "many-streams":
         asyncio.run(many_streams(port, args[0], int(args[1]), args[2]))
     elif mode == "burst":
