@@ -20,7 +20,7 @@ TEST_APT_PACKAGES := python3-venv postgresql nginx haproxy chromium chromium-dri
 CONTAINER_APT_PACKAGES := podman runc mmdebstrap uidmap fuse-overlayfs slirp4netns podman-compose iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-starter-docs build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
+.PHONY: run test test-build test-starter-docs build deps test-deps venv clean fuzz sanitize cluster-test otlp-check starter api-check docs format lint container-test
 
 ## The Swift files `swift format` keeps in the shape `.swift-format` says.
 SWIFT_FILES := Sources Tests Fuzz/Sources Fuzz/Package.swift Templates Package.swift
@@ -87,14 +87,19 @@ run: build
 ## from REACTOR_TEST_POSTGRES (in `make test` and, sanitized, in `make sanitize`).
 SWIFT_TEST_WITH_POSTGRES = PYTHON=$(abspath $(PY)) $(PY) Tests/python/cluster.py with-postgres -- $(SWIFT) test --skip-build
 
-test: test-deps venv
+test: test-deps
 	$(MAKE) lint
-	$(SWIFT) build --build-tests
+	$(MAKE) -j2 test-build venv
 	api/check
 	$(SWIFT_TEST_WITH_POSTGRES)
 	$(MAKE) -j2 --output-sync=target fuzz test-starter-docs
 	REACTOR_SERVER_BIN=$${REACTOR_SERVER_BIN:-$(abspath .build/debug/reactor-server)} \
 	  STARTER_BIN=$(abspath .build/debug/my-service) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=10 Tests/python
+
+## Everything `swift test` runs, built: in `make test`, beside the Python virtual environment, whose
+## downloads and unpacking (about 30 s) would otherwise wait for the build or the build for them.
+test-build: deps
+	$(SWIFT) build --build-tests
 
 ## The documentation, warnings treated as errors (in `make test` after the starter, which then
 ## finds the modules it shares built as it builds them); each catalog lands in
