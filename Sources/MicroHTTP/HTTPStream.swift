@@ -81,14 +81,14 @@ public final class HTTPStream: Sendable {
     /// stream at once (``clientHungUp()``). From the loop thread, before the response is queued.
     init(
         id: UInt64, source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, server: ServerCore,
-        hangUps: HangUpWatch?, socket: Int32
+        hangUps: HangUpWatch, socket: Int32
     ) {
         self.id = id
         self.state = Locked(State(source: source, lastWrite: MonotonicClock.nanoseconds()))
         self.connection = connection
         self.heartbeat = heartbeat
         self.server = server
-        if let hangUps, socket >= 0, hangUps.watch(socket: socket, streamID: id) {
+        if socket >= 0, hangUps.watch(socket: socket, streamID: id) {
             watched = WatchedSocket(watch: hangUps, socket: socket)
         } else {
             watched = nil
@@ -101,10 +101,7 @@ public final class HTTPStream: Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             state.clientGone = true
-            if state.suspended {
-                state.suspended = false
-                connection.resume()
-            }
+            resumeIfSuspended(&state)
         }
     }
 
@@ -117,10 +114,7 @@ public final class HTTPStream: Sendable {
     public func wake() {
         state.withLock { state in
             guard !state.closed else { return }
-            if state.suspended {
-                state.suspended = false
-                connection.resume()
-            } else {
+            if !resumeIfSuspended(&state) {
                 state.wakePending = true
             }
         }
@@ -142,10 +136,7 @@ public final class HTTPStream: Sendable {
             if state.heartbeatDue { return now + interval }
             if now &- state.lastWrite >= interval {
                 state.heartbeatDue = true
-                if state.suspended {
-                    state.suspended = false
-                    connection.resume()
-                }
+                resumeIfSuspended(&state)
                 return now + interval
             }
             return state.lastWrite + interval
@@ -216,6 +207,16 @@ public final class HTTPStream: Sendable {
                 }
             }
         }
+    }
+
+    /// Resumes the connection if it is suspended, under the lock that guards `state`; returns
+    /// whether it was.
+    @discardableResult
+    private func resumeIfSuspended(_ state: inout State) -> Bool {
+        guard state.suspended else { return false }
+        state.suspended = false
+        connection.resume()
+        return true
     }
 
     /// Suspends the connection unless a wake, heartbeat or hang-up arrived since the source was

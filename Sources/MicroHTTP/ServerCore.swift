@@ -33,7 +33,7 @@ final class ServerCore: Sendable {
 
     /// A stream on `connection`, whose `socket` (or -1) goes in `hangUps`; from the loop thread.
     func makeStream(
-        source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, hangUps: HangUpWatch?, socket: Int32
+        source: any HTTPStreamSource, heartbeat: HTTPHeartbeat?, connection: ConnectionHandle, hangUps: HangUpWatch, socket: Int32
     ) -> HTTPStream {
         let id = nextStreamID.add(1, ordering: .relaxed).oldValue
         let stream = HTTPStream(

@@ -69,7 +69,8 @@ import Testing
         #expect(try await client.get("/reactors/\(id)").status == 200)
 
         stream.stop()
-        // Noticed when the client closes, not at the next heartbeat (15 s by default). The stream's close is reported by the server asynchronously; the instance counts as
+        // Noticed when the client closes, not at the next heartbeat (15 s by default). The
+        // stream's close is reported by the server asynchronously; the instance counts as
         // active from that moment, so it expires only a full timeout later.
         try await waitUntil { server.service.streamCount == 0 }
         #expect(server.service.expireIdleInstances() == 0)
