@@ -406,20 +406,21 @@ package final class GroupCommitter: Sendable {
     /// settled, it waits again, within what is left of `limit`, for those queued meanwhile: under
     /// load the thread often starts waiting while the connections' next actions are still being
     /// read, and their records would otherwise be written, and deleted a commit later.
-    private func awaitSettles(forAtMost limit: UInt64) {
+    /// - Returns: whether it waited at all (false: the batch held no such record when it looked).
+    private func awaitSettles(forAtMost limit: UInt64) -> Bool {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ limit
         var isFirst = true
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
             // Records queued after the window ended are not waited for.
-            if !isFirst && now >= deadline { return }
+            if !isFirst && now >= deadline { return true }
             let awaited = queue.withLock { queue -> Int in
                 guard !queue.isStopping else { return 0 }
                 let awaited = queue.writes.awaitSettles()
                 queue.isAwaitingSettles = awaited > 0
                 return awaited
             }
-            guard awaited > 0 else { return }
+            guard awaited > 0 else { return !isFirst }
             if isFirst { observer.awaitingSettles(awaited) }
             isFirst = false
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: deadline &- min(now, deadline))))
@@ -429,7 +430,7 @@ package final class GroupCommitter: Sendable {
             }
             if unsettled > 0 {
                 observer.settleWaitTimedOut(unsettled)
-                return
+                return true
             }
         }
     }
@@ -443,12 +444,19 @@ package final class GroupCommitter: Sendable {
         return true
     }
 
+    /// What the thread takes from the queue for one commit: the writes, their completions, what
+    /// runs after the commit, whether the committer is stopping, the batch's number, and (async)
+    /// when the oldest record carried over into the next batch was queued.
+    private typealias TakenBatch = (
+        QueuedBatch, [(id: String?, body: CommitCompletion)], [@Sendable () -> Void], Bool, UInt64, UInt64?
+    )
+
     private func run() {
         /// With async: when the oldest record carried over into the queued batch was queued, and
         /// when that batch's predecessor was taken.
         var carried: (since: UInt64, takenAt: UInt64)?
         while true {
-            if isSync { awaitSettles(forAtMost: settleWindow.nanoseconds) }
+            let waited = isSync && awaitSettles(forAtMost: settleWindow.nanoseconds)
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 // A carried record waits no longer in all than one queued just after a take.
                 let waited = carried.map { $0.takenAt &- $0.since } ?? 0
@@ -456,7 +464,10 @@ package final class GroupCommitter: Sendable {
                 _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait)))
             }
             let takenAt = DispatchTime.now().uptimeNanoseconds
-            let (queued, completions, afterCommit, stopping, batch, carriedSince) = queue.withLock { queue in
+            let next = queue.withLock { queue -> TakenBatch? in
+                // Sync: a record of an action in flight queued after the thread found none to
+                // wait for is waited for as if it had come a moment later, when the thread slept.
+                if isSync, !waited, !queue.isStopping, queue.writes.unsettledAccepts > 0 { return nil }
                 // The versions the batch's sessions keep in their slots go into it now.
                 for session in queue.slotted { emptySlot(of: session, into: &queue) }
                 queue.slotted.removeAll(keepingCapacity: true)
@@ -484,6 +495,7 @@ package final class GroupCommitter: Sendable {
                 if taken.0.isEmpty && taken.1.isEmpty && taken.2.isEmpty && !queue.isStopping { queue.isSleeping = true }
                 return taken
             }
+            guard let (queued, completions, afterCommit, stopping, batch, carriedSince) = next else { continue }
             carried = carriedSince.map { ($0, takenAt) }
             if queued.isEmpty && completions.isEmpty && afterCommit.isEmpty {
                 if !isSync { settleHeld(through: batch, outcome: (true, [])) }
