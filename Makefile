@@ -172,8 +172,8 @@ fuzz: deps
 ## AddressSanitizer the test runner and each server it starts are also checked for memory they
 ## lost by the time they exit (LeakSanitizer, with Tests/leak-suppressions.txt). As in `make test`,
 ## a PostgreSQL server of their own runs beside them, so the PostgreSQL store's tests run under
-## both sanitizers too. About 9 minutes from a clean clone on 2 cores; not in `make test`:
-## `.ci/run` runs it last.
+## both sanitizers too. About 17 minutes from a clean clone on 2 cores (each sanitizer's build
+## about 6 of them); not in `make test`: `.ci/run` runs it last.
 sanitize: deps venv
 	@status=0; \
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan && \
