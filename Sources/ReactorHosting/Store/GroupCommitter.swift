@@ -456,7 +456,7 @@ package final class GroupCommitter: Sendable {
         /// when that batch's predecessor was taken.
         var carried: (since: UInt64, takenAt: UInt64)?
         while true {
-            let waited = isSync && awaitSettles(forAtMost: settleWindow.nanoseconds)
+            let awaitedSettles = isSync && awaitSettles(forAtMost: settleWindow.nanoseconds)
             if case .async(let interval) = durability, !queue.withLock({ $0.isStopping }) {
                 // A carried record waits no longer in all than one queued just after a take.
                 let waited = carried.map { $0.takenAt &- $0.since } ?? 0
@@ -467,7 +467,7 @@ package final class GroupCommitter: Sendable {
             let next = queue.withLock { queue -> TakenBatch? in
                 // Sync: a record of an action in flight queued after the thread found none to
                 // wait for is waited for as if it had come a moment later, when the thread slept.
-                if isSync, !waited, !queue.isStopping, queue.writes.unsettledAccepts > 0 { return nil }
+                if isSync, !awaitedSettles, !queue.isStopping, queue.writes.unsettledAccepts > 0 { return nil }
                 // The versions the batch's sessions keep in their slots go into it now.
                 for session in queue.slotted { emptySlot(of: session, into: &queue) }
                 queue.slotted.removeAll(keepingCapacity: true)
