@@ -30,6 +30,9 @@ struct cmhd_options {
   void *notify_completed_cls;
   /** A bound, listening socket the daemon accepts from (several daemons may share one). Required. */
   int listen_fd;
+  /** Receives libmicrohttpd's own messages (MHD_USE_ERROR_LOG); NULL: it logs nothing. */
+  MHD_LogCallback logger;
+  void *logger_cls;
 };
 
 /** Leaves the string as it is: the URI stays percent-encoded for the Swift side. */
@@ -53,6 +56,15 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->connection_timeout_seconds, NULL };
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+  if (o->logger != NULL) {
+    /* The logger first: libmicrohttpd prints to stderr what it logs before its option is read. */
+    return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_EXTERNAL_LOGGER, o->logger, o->logger_cls,
+                            MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
+                            MHD_OPTION_UNESCAPE_CALLBACK, cmhd_unescape_keep, NULL,
+                            MHD_OPTION_ARRAY, items,
+                            MHD_OPTION_END);
+  }
   return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                           MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
                           MHD_OPTION_UNESCAPE_CALLBACK, cmhd_unescape_keep, NULL,

@@ -142,7 +142,9 @@ private struct Daemons: @unchecked Sendable {
                     connection_timeout_seconds: timeout,
                     notify_completed: MHDCallbacks.notifyCompleted,
                     notify_completed_cls: pointer,
-                    listen_fd: listenSocket)
+                    listen_fd: listenSocket,
+                    logger: configuration.libraryMessageHandler == nil ? nil : MHDCallbacks.libraryMessage,
+                    logger_cls: pointer)
                 guard let daemon = cmhd_start_daemon(UInt32(flags), port, MHDCallbacks.accessHandler, pointer, &options) else {
                     throw HTTPServerError.startFailed(host: configuration.host, port: configuration.port)
                 }

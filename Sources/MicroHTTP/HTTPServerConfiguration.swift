@@ -43,6 +43,13 @@ public struct HTTPServerConfiguration: Sendable {
         HTTPResponse.text(detail + "\n", status: status)
     }
 
+    /// Receives each message libmicrohttpd logs itself, one line without its newline: a request
+    /// it could not parse and answered itself (400), a client that left while being answered, a
+    /// failed `accept` (too many open files), memory or a system call failing. Called on the
+    /// event loops' threads, so it must not block. A message may name the request's path. Nil,
+    /// the default: libmicrohttpd logs nothing.
+    public var libraryMessageHandler: (@Sendable (_ message: String) -> Void)? = nil
+
     /// Defaults as documented on each property.
     public init() {}
 

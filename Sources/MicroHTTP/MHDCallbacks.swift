@@ -226,6 +226,32 @@ enum MHDCallbacks {
         }
     }
 
+    // MARK: Messages
+
+    /// Longest message passed on, in bytes; libmicrohttpd's own are under 200, plus a path.
+    static let libraryMessageLimit = 512
+
+    /// Formats one of libmicrohttpd's messages and hands it to the configuration's handler,
+    /// without its trailing newline. Only set as the logger when there is a handler.
+    static let libraryMessage: MHD_LogCallback = { cls, format, arguments in
+        guard let cls, let format, let arguments else { return }
+        let core = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().core
+        guard let handler = core.configuration.libraryMessageHandler else { return }
+        let message = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: libraryMessageLimit) { buffer -> String in
+            guard let base = buffer.baseAddress else { return "" }
+            let length = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                vsnprintf($0, buffer.count, format, arguments)
+            }
+            guard length > 0 else { return "" }
+            var bytes = UnsafeBufferPointer(rebasing: buffer[..<min(Int(length), buffer.count - 1)])
+            while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 {
+                bytes = UnsafeBufferPointer(rebasing: bytes.dropLast())
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        if !message.isEmpty { handler(message) }
+    }
+
     // MARK: Panic
 
     static let panic: MHD_PanicCallback = { _, file, line, reason in

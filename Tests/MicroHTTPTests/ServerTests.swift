@@ -1,4 +1,6 @@
 import Foundation
+import Locking
+import TestSupport
 import Testing
 
 @testable import MicroHTTP
@@ -189,6 +191,28 @@ import Testing
             let result = try await Clients.curl(["-sS", "http://127.0.0.1:\(server.port)/hello"])
             #expect(result.output == "hello")
         }
+    }
+
+    @Test func libmicrohttpdsOwnMessagesReachTheHandlerALineEach() async throws {
+        let messages = Locked<[String]>([])
+        let reported = EventCounter()
+        let server = try startServer(
+            {
+                $0.libraryMessageHandler = { message in
+                    messages.withLock { $0.append(message) }
+                    reported.signal()
+                }
+            }, router: Self.router())
+        defer { server.shutdown() }
+        // A header line without a colon: libmicrohttpd answers 400 itself, and says why.
+        let connection = try #require(RawConnection(port: server.port))
+        #expect(connection.send("GET /hello HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n"))
+        let answer = await onAThreadOfItsOwn { connection.receiveAll() }
+        #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        #expect(await reported.wait(for: 1))
+        let logged = messages.withLock { $0 }
+        #expect(logged.contains { $0.hasPrefix("Error processing request (HTTP response code is 400") }, "\(logged)")
+        #expect(logged.allSatisfy { !$0.isEmpty && !$0.contains("\n") }, "\(logged)")
     }
 
     @Test func servesIPv6Loopback() async throws {

@@ -3,6 +3,7 @@ metadata) for container log collectors; an instance id, its owner's only credent
 appears in the log in either format."""
 
 import json
+import socket
 from datetime import datetime
 
 import pytest
@@ -70,3 +71,18 @@ def test_text_logs_never_show_an_instance_id(start_server):
     assert instance_id not in text
     with pytest.raises(json.JSONDecodeError):
         json.loads(text.splitlines()[0])
+
+
+
+def test_libmicrohttpds_own_messages_reach_the_log(start_server):
+    """libmicrohttpd answers a request it cannot parse with 400 itself: the log says why (at
+    debug, as a client's mistake is routine), marked as libmicrohttpd's."""
+    server = start_server("--log-format", "json", "--log-level", "debug")
+    with socket.create_connection((server.host, server.port), timeout=10) as raw:
+        raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nbroken\r\n\r\n")
+        assert raw.recv(64).startswith(b"HTTP/1.1 400")
+    assert server.stop() == 0
+    reported = [entry for entry in entries(server) if entry["metadata"].get("component") == "libmicrohttpd"]
+    assert reported, server.stderr()
+    assert reported[0]["level"] == "debug"
+    assert reported[0]["message"].startswith("Error processing request (HTTP response code is 400"), reported

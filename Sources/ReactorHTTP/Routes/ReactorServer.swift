@@ -52,6 +52,9 @@ public final class ReactorServer: Service, Sendable {
         httpConfiguration.errorResponse = { status, detail in
             service.serverErrorResponse(status: status, detail: detail)
         }
+        if httpConfiguration.libraryMessageHandler == nil {
+            httpConfiguration.libraryMessageHandler = LibraryMessageLog(logger: logger).log
+        }
         let router = service.makeRouter()
         self.service = service
         self.logger = logger

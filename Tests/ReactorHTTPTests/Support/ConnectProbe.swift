@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -25,22 +26,13 @@ struct ConnectProbe: CustomStringConvertible {
         _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         descriptorLimit = limit.rlim_cur
         openDescriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socket >= 0 else {
-            failure = errno
-            return
+        switch connectToLoopback(port: port) {
+        case .success(let socket):
+            close(socket)
+            failure = 0
+        case .failure(let error):
+            failure = error.errno
         }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        failure = result == 0 ? 0 : errno
     }
 
     /// Whether a plain connect to the port succeeded.
