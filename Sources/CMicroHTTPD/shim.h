@@ -41,6 +41,11 @@ static inline size_t cmhd_unescape_keep(void *cls, struct MHD_Connection *c, cha
   return strlen(s);
 }
 
+/** The logger of a daemon started without MHD_USE_ERROR_LOG, which never calls it. */
+static inline void cmhd_log_nothing(void *cls, const char *format, va_list arguments) {
+  (void)cls; (void)format; (void)arguments;
+}
+
 static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t port,
                                                    MHD_AccessHandlerCallback handler,
                                                    void *handler_cls,
@@ -56,16 +61,10 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->connection_timeout_seconds, NULL };
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, (intptr_t)o->listen_fd, NULL };
   items[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-  if (o->logger != NULL) {
-    /* The logger first: libmicrohttpd prints to stderr what it logs before its option is read. */
-    return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, port, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_EXTERNAL_LOGGER, o->logger, o->logger_cls,
-                            MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
-                            MHD_OPTION_UNESCAPE_CALLBACK, cmhd_unescape_keep, NULL,
-                            MHD_OPTION_ARRAY, items,
-                            MHD_OPTION_END);
-  }
-  return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+  /* The logger comes first: libmicrohttpd prints to stderr what it logs before that option is
+   * read. Without MHD_USE_ERROR_LOG it logs nothing, and the logger given is never called. */
+  return MHD_start_daemon(o->logger != NULL ? flags | MHD_USE_ERROR_LOG : flags, port, NULL, NULL, handler, handler_cls,
+                          MHD_OPTION_EXTERNAL_LOGGER, o->logger != NULL ? o->logger : cmhd_log_nothing, o->logger_cls,
                           MHD_OPTION_NOTIFY_COMPLETED, o->notify_completed, o->notify_completed_cls,
                           MHD_OPTION_UNESCAPE_CALLBACK, cmhd_unescape_keep, NULL,
                           MHD_OPTION_ARRAY, items,

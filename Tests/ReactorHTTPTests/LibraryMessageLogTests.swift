@@ -50,5 +50,13 @@ import Testing
             LibraryMessageLog.redacted("request for `/reactors/\(id)?access_token=secret' failed")
                 == "request for `/reactors/\(label)' failed")
         #expect(LibraryMessageLog.redacted("request for `/types?x=1' at /reactors/") == "request for `/types' at /reactors/")
+        // The id's whole segment, as the request log hides it, even when a client encoded it;
+        // a sentence's full stop is not part of it.
+        let encoded = "%5A" + id.dropFirst()
+        let encodedLabel = ReactorService.loggable(path: "/reactors/\(encoded)").dropFirst("/reactors/".count)
+        #expect(
+            LibraryMessageLog.redacted("Failed to send data in request for /reactors/\(encoded).")
+                == "Failed to send data in request for /reactors/\(encodedLabel).")
+        #expect(LibraryMessageLog.redacted("for /reactors/\(id).") == "for /reactors/\(label).")
     }
 }

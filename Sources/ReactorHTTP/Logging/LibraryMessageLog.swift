@@ -1,7 +1,6 @@
 import Dispatch
 import Locking
 import Logging
-import ReactorHosting
 
 /// libmicrohttpd's own messages in the service's log (``ReactorServer`` hands them here unless
 /// the app set a handler of its own).
@@ -71,16 +70,19 @@ struct LibraryMessageLog: Sendable {
         "connection limit", "accept", "memory", "internal error", "epoll", "too many", "mutex", "thread",
     ]
 
-    /// `message` with each id after `/reactors/` replaced by its log label, and any query left out.
+    /// `message` with each path in it that starts with `/reactors/` shown as the request log shows
+    /// it (``ReactorService/loggable(path:)``: the id's whole segment replaced by its label), and
+    /// any query left out.
     static func redacted(_ message: String) -> String {
         var result = ""
         var rest = Substring(message)
-        while let marker = rest.range(of: "/reactors/") {
-            result += rest[..<marker.upperBound]
-            rest = rest[marker.upperBound...]
-            let id = rest.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
-            if !id.isEmpty { result += InstanceID.logLabel(String(id)) }
-            rest = rest.dropFirst(id.count)
+        while let start = rest.range(of: "/reactors/")?.lowerBound {
+            result += rest[..<start]
+            // A path ends where libmicrohttpd's quoting or the sentence does.
+            var path = rest[start...].prefix { !($0.isWhitespace || $0 == "'" || $0 == "`" || $0 == "\"" || $0 == "?") }
+            if path.hasSuffix("."), path.endIndex == rest.endIndex || rest[path.endIndex].isWhitespace { path = path.dropLast() }
+            result += ReactorService.loggable(path: String(path))
+            rest = rest[path.endIndex...]
         }
         result += rest
         // libmicrohttpd names paths without their query, but a query must never reach a log.
