@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdarg.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -87,6 +88,98 @@ static inline unsigned int cmhd_current_connections(struct MHD_Daemon *d) {
 static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
   return info == NULL ? 0 : info->header_size;
+}
+
+/**
+ * What makes a request's framing ambiguous or unsupported (RFC 9112 sections 3.2 and 6), found
+ * from its header lines before its body is read. libmicrohttpd 0.9.75 reads the first
+ * Content-Length line of several, frames a body by Transfer-Encoding while keeping the connection
+ * open for the next request when Content-Length comes with it, reads a body whose transfer coding
+ * is not exactly "chunked" until the client closes, and serves HTTP/1.1 without a Host.
+ */
+enum cmhd_framing {
+  CMHD_FRAMING_OK = 0,
+  /** Content-Length lines with different values. */
+  CMHD_FRAMING_CONFLICTING_LENGTHS = 1,
+  /** Transfer-Encoding and Content-Length together. */
+  CMHD_FRAMING_LENGTH_WITH_CODING = 2,
+  /** Transfer-Encoding whose last coding is not chunked, or chunked more than once. */
+  CMHD_FRAMING_CHUNKED_NOT_LAST = 3,
+  /** A transfer coding other than chunked (before it). */
+  CMHD_FRAMING_UNSUPPORTED_CODING = 4,
+  /** HTTP/1.1 without a Host line, or more than one. */
+  CMHD_FRAMING_HOST = 5,
+};
+
+struct cmhd_framing_scan {
+  unsigned int hosts, lengths, coding_lines, chunked;
+  int conflicting_lengths, chunked_last, exactly_chunked;
+  const char *length;
+  size_t length_size;
+};
+
+static inline int cmhd_is_name(const char *key, size_t key_size, const char *name, size_t name_size) {
+  return key_size == name_size && strncasecmp(key, name, name_size) == 0;
+}
+
+/** Notes one header line's part in the framing (an MHD_KeyValueIteratorN). */
+static inline enum MHD_Result cmhd_scan_framing_line(void *cls, enum MHD_ValueKind kind, const char *key,
+                                                     size_t key_size, const char *value, size_t value_size) {
+  (void)kind;
+  struct cmhd_framing_scan *scan = cls;
+  if (key == NULL) return MHD_YES;
+  if (value == NULL) value_size = 0;
+  if (cmhd_is_name(key, key_size, "Host", 4)) {
+    scan->hosts++;
+  } else if (cmhd_is_name(key, key_size, "Content-Length", 14)) {
+    if (scan->lengths++ > 0
+        && (value_size != scan->length_size || (value_size > 0 && memcmp(value, scan->length, value_size) != 0))) {
+      scan->conflicting_lengths = 1;
+    }
+    scan->length = value;
+    scan->length_size = value_size;
+  } else if (cmhd_is_name(key, key_size, "Transfer-Encoding", 17)) {
+    /* libmicrohttpd reads a chunked body only when the value is "chunked" and nothing else. */
+    scan->exactly_chunked = scan->coding_lines++ == 0 && cmhd_is_name(value, value_size, "chunked", 7);
+    /* Else, which answer: a comma-separated list of codings, chunked last or not. */
+    size_t start = 0;
+    while (start <= value_size) {
+      size_t end = start;
+      while (end < value_size && value[end] != ',') end++;
+      size_t first = start, last = end;
+      while (first < last && (value[first] == ' ' || value[first] == '\t')) first++;
+      while (last > first && (value[last - 1] == ' ' || value[last - 1] == '\t')) last--;
+      if (last > first) {
+        scan->chunked_last = cmhd_is_name(value + first, last - first, "chunked", 7);
+        if (scan->chunked_last) scan->chunked++;
+      }
+      start = end + 1;
+    }
+  }
+  return MHD_YES;
+}
+
+/**
+ * Whether the request on `c` (whose version is `version`) is framed so that it can be read; in one
+ * look at its header lines, which also gives its Content-Length value in `length` and
+ * `length_size` (NULL and 0 without one).
+ */
+static inline enum cmhd_framing cmhd_request_framing(struct MHD_Connection *c, const char *version,
+                                                     const char **length, size_t *length_size) {
+  struct cmhd_framing_scan scan = { 0 };
+  MHD_get_connection_values_n(c, MHD_HEADER_KIND, cmhd_scan_framing_line, &scan);
+  *length = scan.length;
+  *length_size = scan.length_size;
+  if (scan.conflicting_lengths) return CMHD_FRAMING_CONFLICTING_LENGTHS;
+  if (scan.coding_lines > 0) {
+    if (scan.lengths > 0) return CMHD_FRAMING_LENGTH_WITH_CODING;
+    if (!(scan.coding_lines == 1 && scan.exactly_chunked)) {
+      return scan.chunked_last && scan.chunked == 1 ? CMHD_FRAMING_UNSUPPORTED_CODING : CMHD_FRAMING_CHUNKED_NOT_LAST;
+    }
+  }
+  int http10 = version == NULL || strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
+  if (scan.hosts > 1 || (scan.hosts == 0 && !http10)) return CMHD_FRAMING_HOST;
+  return CMHD_FRAMING_OK;
 }
 
 /** MHD_CONTENT_READER_END_OF_STREAM and MHD_SIZE_UNKNOWN are macros Swift cannot import. */

@@ -9,7 +9,7 @@ enum MHDCallbacks {
 
     // MARK: Access handler
 
-    static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+    static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadSize, conCls in
         guard let cls, let connection, let conCls, let uploadSize else { return no }
         let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
         let core = daemon.core
@@ -17,7 +17,7 @@ enum MHDCallbacks {
         guard let existing = conCls.pointee else {
             // First call: headers only. Answering here would force `Connection: close`, so only
             // requests that are refused anyway are answered now.
-            if let refusal = refusal(connection: connection, core: core) {
+            if let refusal = refusal(connection: connection, version: version, core: core) {
                 return queue(core.configuration.errorResponse(refusal.status, refusal.detail), on: connection, context: nil, daemon: daemon)
             }
             core.requestStarted()
@@ -56,19 +56,26 @@ enum MHDCallbacks {
         return queue(core.handler(request), on: connection, context: context, daemon: daemon)
     }
 
-    /// Requests refused on sight: header section or declared body over the limits.
-    private static func refusal(connection: OpaquePointer, core: ServerCore) -> (status: Int, detail: String)? {
+    /// Requests refused on sight: header section or declared body over the limits, or a body
+    /// whose end cannot be told for sure (answered at once, the connection then closed, so no
+    /// byte of it can be read as the next request).
+    private static func refusal(connection: OpaquePointer, version: UnsafePointer<CChar>?, core: ServerCore)
+        -> (status: Int, detail: String)?
+    {
         let configuration = core.configuration
         if cmhd_request_header_size(connection) > configuration.maxHeaderSize {
             return (431, "Request header fields too large")
         }
-        if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") {
+        var lengthValue: UnsafePointer<CChar>?
+        var lengthSize = 0
+        if let framingRefusal = framingRefusal(cmhd_request_framing(connection, version, &lengthValue, &lengthSize)) {
+            return framingRefusal
+        }
+        if let lengthValue {
             var length = 0
-            var pointer = value
             var digits = 0
-            while case let byte = UInt8(bitPattern: pointer.pointee), byte >= 0x30, byte <= 0x39 {
+            while digits < lengthSize, case let byte = UInt8(bitPattern: lengthValue[digits]), byte >= 0x30, byte <= 0x39 {
                 length = length > (Int.max - 9) / 10 ? Int.max : length * 10 + Int(byte - 0x30)
-                pointer += 1
                 digits += 1
             }
             if digits > 0, length > configuration.maxBodySize {
@@ -76,6 +83,24 @@ enum MHDCallbacks {
             }
         }
         return nil
+    }
+
+    /// The answer to a request whose framing headers are ambiguous or unsupported (RFC 9112).
+    static func framingRefusal(_ framing: cmhd_framing) -> (status: Int, detail: String)? {
+        switch framing {
+        case CMHD_FRAMING_CONFLICTING_LENGTHS:
+            return (400, "Content-Length is given more than once, with different values")
+        case CMHD_FRAMING_LENGTH_WITH_CODING:
+            return (400, "Transfer-Encoding and Content-Length are both given: the body's length is ambiguous")
+        case CMHD_FRAMING_CHUNKED_NOT_LAST:
+            return (400, "Transfer-Encoding must end with chunked, applied once: else the body's length cannot be told")
+        case CMHD_FRAMING_UNSUPPORTED_CODING:
+            return (501, #"Transfer-Encoding other than "chunked" alone is not supported"#)
+        case CMHD_FRAMING_HOST:
+            return (400, "An HTTP/1.1 request needs exactly one Host header")
+        default:
+            return nil
+        }
     }
 
     private static func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8])

@@ -215,6 +215,53 @@ import Testing
         #expect(logged.allSatisfy { !$0.isEmpty && !$0.contains("\n") }, "\(logged)")
     }
 
+    /// Requests whose body's end two HTTP parsers could see differently (RFC 9112 §6.1–6.3), or an
+    /// HTTP/1.1 request without exactly one Host (§3.2): answered before any handler runs, the
+    /// connection then closed, so nothing after the headers is read as a request of its own. Each
+    /// body here ends, by one reading of its headers, before a second request to `/hello`.
+    @Test(arguments: [
+        ("Content-Length: 3\r\nContent-Length: 10", "5\r\nhello\r\n0\r\n\r\n", 400, "more than once"),
+        ("Content-Length: 10\r\nTransfer-Encoding: chunked", "0\r\n\r\n", 400, "both given"),
+        ("Transfer-Encoding: chunked, gzip", "0\r\n\r\n", 400, "must end with chunked"),
+        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "0\r\n\r\n", 400, "applied once"),
+        ("Transfer-Encoding: identity", "", 400, "must end with chunked"),
+        ("Transfer-Encoding: gzip, chunked", "0\r\n\r\n", 501, "not supported"),
+        ("Host: y\r\nContent-Length: 0", "", 400, "exactly one Host"),
+    ])
+    func aRequestWhoseFramingIsAmbiguousIsRefusedBeforeAnyHandlerAndItsConnectionClosed(
+        headers: String, body: String, status: Int, detail: String
+    ) async throws {
+        let handled = Locked(0)
+        let server = try startServer { request in
+            handled.withLock { $0 += 1 }
+            return .text("handled \(request.path)")
+        }
+        defer { server.shutdown() }
+        let connection = try #require(RawConnection(port: server.port))
+        let smuggled = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+        #expect(connection.send("POST /echo HTTP/1.1\r\nHost: x\r\n\(headers)\r\n\r\n\(body)\(smuggled)"))
+        let answer = await onAThreadOfItsOwn { connection.receiveAll() }
+        #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer)")
+        #expect(answer.contains("\r\nConnection: close\r\n"), "\(answer)")
+        #expect(answer.contains(detail), "\(answer)")
+        #expect(!answer.contains("handled"), "one answer only: \(answer)")
+        #expect(handled.withLock { $0 } == 0)
+    }
+
+    @Test func anHTTP11RequestWithoutHostIsRefusedAndAnHTTP10OneServed() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let withoutHost = try #require(RawConnection(port: server.port))
+        #expect(withoutHost.send("GET /hello HTTP/1.1\r\n\r\n"))
+        let refused = await onAThreadOfItsOwn { withoutHost.receiveAll() }
+        #expect(refused.hasPrefix("HTTP/1.1 400 ") && refused.contains("exactly one Host"), "\(refused)")
+        // HTTP/1.0 may leave Host out.
+        let old = try #require(RawConnection(port: server.port))
+        #expect(old.send("GET /hello HTTP/1.0\r\n\r\n"))
+        let served = await onAThreadOfItsOwn { old.receiveAll() }
+        #expect(served.hasPrefix("HTTP/1.1 200 ") && served.hasSuffix("hello"), "\(served)")
+    }
+
     @Test func servesIPv6Loopback() async throws {
         let server = try startServer({ $0.host = "::1" }, router: Self.router())
         defer { server.shutdown() }

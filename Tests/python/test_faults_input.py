@@ -297,6 +297,53 @@ def test_requests_libmicrohttpd_refuses_itself_get_problem_json(hostile: Server,
     assert hostile.process.poll() is None
 
 
+SMUGGLED_FRAMINGS = [
+    # (case, framing header lines, status, problem kind): each body, read by one of its headers,
+    # ends before a second request that sends the counter an action.
+    ("two different Content-Lengths", "Content-Length: 0\r\nContent-Length: {length}", 400, "bad-request"),
+    ("Transfer-Encoding with Content-Length", "Content-Length: {length}\r\nTransfer-Encoding: chunked", 400,
+     "bad-request"),
+    ("chunked not last", "Transfer-Encoding: chunked, identity", 400, "bad-request"),
+    ("a coding before chunked", "Transfer-Encoding: gzip, chunked", 501, "transfer-coding-not-supported"),
+    ("two Hosts", "Host: elsewhere\r\nContent-Length: {length}", 400, "bad-request"),
+]
+
+
+@pytest.mark.parametrize("case, framing, status, kind", SMUGGLED_FRAMINGS)
+def test_a_request_whose_framing_is_ambiguous_is_refused_and_its_connection_closed(
+        hostile: Server, case: str, framing: str, status: int, kind: str):
+    """A body whose end two HTTP parsers (a proxy's and this server's) could see differently is
+    how one request hides another (RFC 9112 §6.3, §11.2): it is refused before any route runs,
+    the connection is closed after the answer, and nothing hidden in it is applied."""
+    instance_id = hostile.create("counter")["id"]
+    before = snapshot(hostile, instance_id)
+    hidden = (f"POST /reactors/{instance_id}/actions HTTP/1.1\r\nHost: {HOST}\r\n"
+              'Content-Length: 10\r\n\r\n"increase"')
+    body = "0\r\n\r\n" + hidden
+    head = (f"POST /reactors/{instance_id}/actions HTTP/1.1\r\nHost: {HOST}\r\n"
+            f"{framing.format(length=len(body))}\r\n\r\n")
+    with socket.create_connection((HOST, hostile.port), timeout=10) as sock:
+        sock.sendall((head + body).encode())
+        received = b""
+        while chunk := sock.recv(65536):  # a connection left open fails here, on the timeout
+            received += chunk
+    answer_head, _, answer_body = received.partition(b"\r\n\r\n")
+    lines = answer_head.decode("latin-1").split("\r\n")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    problem = assert_problem(int(lines[0].split(" ")[1]), headers, answer_body, {status}, case)
+    assert problem["type"].endswith(kind), problem
+    assert headers.get("connection") == "close", headers
+    assert snapshot(hostile, instance_id) == before, f"{case}: the hidden action was applied"
+
+
+def test_an_http11_request_without_host_is_refused(hostile: Server):
+    status, headers, body = raw_exchange(hostile.port, b"GET /healthz HTTP/1.1\r\n\r\n")
+    problem = assert_problem(status, headers, body, {400}, "HTTP/1.1 without Host")
+    assert "Host" in problem["detail"]
+    status, _, body = raw_exchange(hostile.port, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert status == 200, body
+
+
 def test_instance_ids_are_unguessable_and_unlisted(hostile: Server):
     ids = [hostile.create("counter")["id"] for _ in range(200)]
     assert len(set(ids)) == len(ids)

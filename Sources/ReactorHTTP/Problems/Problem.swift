@@ -139,6 +139,9 @@ extension Problem {
             return Problem(
                 status: 505, kind: "http-version-not-supported", title: "HTTP Version Not Supported",
                 detail: detail)
+        case 501:
+            return Problem(
+                status: 501, kind: "transfer-coding-not-supported", title: "Not Implemented", detail: detail)
         case 503:
             return Problem(
                 status: 503, kind: "unavailable", title: "Service Unavailable", detail: detail,
