@@ -58,5 +58,9 @@ import Testing
             LibraryMessageLog.redacted("Failed to send data in request for /reactors/\(encoded).")
                 == "Failed to send data in request for /reactors/\(encodedLabel).")
         #expect(LibraryMessageLog.redacted("for /reactors/\(id).") == "for /reactors/\(label).")
+        // A path that names the route in another form, or is a whole URL.
+        #expect(
+            LibraryMessageLog.redacted("request for `/%72eactors/\(id)' and http://host//reactors/\(id)")
+                == "request for `/%72eactors/\(label)' and http://host//reactors/\(label)")
     }
 }

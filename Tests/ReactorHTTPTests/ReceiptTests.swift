@@ -37,5 +37,18 @@ let mallocSlack = 48
         #expect(logged == "/reactors/\(ReactorHosting.InstanceID.logLabel(id))/actions")
         #expect(ReactorService.loggable(path: "/reactors") == "/reactors")
         #expect(ReactorService.loggable(path: "/types") == "/types")
+        #expect(ReactorService.loggable(path: "/no/such/route") == "/no/such/route")
+        // Forms of a path that route elsewhere or nowhere, or route only once decoded: the id is
+        // hidden in each, and only the id.
+        let encoded = "%41" + id.dropFirst()
+        for (path, hidden) in [
+            ("//reactors/\(id)", id), ("/%72eactors/\(id)/events", id), ("http://host/reactors/\(id)", id),
+            ("/x/../reactors/\(id)", id), ("/REACTORS/\(id)", id), ("/reactors//\(id)", id),
+            ("/reactors/\(encoded)", encoded), ("/reactors/\(id)x/actions", id + "x"),
+        ] {
+            let logged = ReactorService.loggable(path: path)
+            #expect(!logged.contains(id.dropFirst()), "\(path) logged as \(logged)")
+            #expect(logged == path.replacingOccurrences(of: hidden, with: ReactorHosting.InstanceID.logLabel(hidden)))
+        }
     }
 }

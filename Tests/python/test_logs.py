@@ -34,6 +34,10 @@ def exercise(server) -> str:
     instance = server.create("counter")
     assert server.request("POST", f"/reactors/{instance['id']}/actions?wait=true", '"increase"').status == 200
     assert server.request("GET", "/nowhere").status == 404
+    # The id in forms of a path a careless client or a scanner sends, routed or not.
+    for path, status in [(f"//reactors/{instance['id']}", 404), (f"/%72eactors/{instance['id']}", 200),
+                         (f"/reactors//{instance['id']}/events", 404), (f"/x/../reactors/{instance['id']}", 404)]:
+        assert server.request("GET", path).status == status, path
     assert server.request("DELETE", f"/reactors/{instance['id']}").status == 204
     return instance["id"]
 

@@ -70,26 +70,36 @@ struct LibraryMessageLog: Sendable {
         "connection limit", "accept", "memory", "internal error", "epoll", "too many", "mutex", "thread",
     ]
 
-    /// `message` with each path in it that starts with `/reactors/` shown as the request log shows
-    /// it (``ReactorService/loggable(path:)``: the id's whole segment replaced by its label), and
-    /// any query left out.
+    /// `message` with each path in it shown as the request log shows it
+    /// (``ReactorService/loggable(path:)``: no instance id in it whole), and its query left out.
+    /// A path is a word with a `/` in it, between spaces or libmicrohttpd's quotes.
     static func redacted(_ message: String) -> String {
         var result = ""
-        var rest = Substring(message)
-        while let start = rest.range(of: "/reactors/")?.lowerBound {
-            result += rest[..<start]
-            // A path ends where libmicrohttpd's quoting or the sentence does.
-            var path = rest[start...].prefix { !($0.isWhitespace || $0 == "'" || $0 == "`" || $0 == "\"" || $0 == "?") }
-            if path.hasSuffix("."), path.endIndex == rest.endIndex || rest[path.endIndex].isWhitespace { path = path.dropLast() }
-            result += ReactorService.loggable(path: String(path))
-            rest = rest[path.endIndex...]
+        var word = ""
+        for character in message {
+            if character.isWhitespace || character == "'" || character == "`" || character == "\"" {
+                result += loggable(word: word)
+                result.append(character)
+                word = ""
+            } else {
+                word.append(character)
+            }
         }
-        result += rest
-        // libmicrohttpd names paths without their query, but a query must never reach a log.
-        while let question = result.firstIndex(of: "?") {
-            let end = result[question...].firstIndex { $0 == " " || $0 == "'" || $0 == "`" } ?? result.endIndex
-            result.removeSubrange(question..<end)
+        return result + loggable(word: word)
+    }
+
+    /// A word of a message as logs may show it: a path without its query, a sentence's full stop
+    /// after it kept out of it.
+    private static func loggable(word: String) -> String {
+        guard word.contains("/") else { return word }
+        var path = Substring(word)
+        var stop = ""
+        if let question = path.firstIndex(of: "?") {
+            path = path[..<question]
+        } else if path.count > 1, path.hasSuffix(".") {
+            path = path.dropLast()
+            stop = "."
         }
-        return result
+        return ReactorService.loggable(path: String(path)) + stop
     }
 }

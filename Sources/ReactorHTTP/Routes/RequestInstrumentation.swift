@@ -79,13 +79,24 @@ extension ReactorService {
         return response
     }
 
-    /// `path` as logs may show it: an instance id in it (`/reactors/{id}…`) replaced by its short
-    /// hash, since the id is its owner's only credential.
+    /// `path` as logs may show it, with no instance id in it whole, since an id is its owner's
+    /// only credential: the segment after `reactors`, and every segment as long as an id or
+    /// longer wherever it stands, are replaced by their short hash. So an id stays hidden in any
+    /// form a client sends it, routed or not: `//reactors/{id}`, `/%72eactors/{id}`, an id
+    /// percent-encoded, an absolute URL. Shorter segments are shown as sent.
     static func loggable(path: String) -> String {
         var segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count >= 3, segments[1] == "reactors", !segments[2].isEmpty else { return path }
-        segments[2] = Substring(InstanceID.logLabel(String(segments[2])))
-        return segments.joined(separator: "/")
+        var hidden = false
+        var afterReactors = false
+        for index in segments.indices {
+            let segment = segments[index]
+            if !segment.isEmpty, afterReactors || segment.utf8.count >= InstanceID.length {
+                segments[index] = Substring(InstanceID.logLabel(String(segment)))
+                hidden = true
+            }
+            afterReactors = segment == "reactors"
+        }
+        return hidden ? segments.joined(separator: "/") : path
     }
 }
 

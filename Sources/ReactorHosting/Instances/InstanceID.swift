@@ -3,15 +3,18 @@
 package enum InstanceID {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// The characters of an id.
+    package static let length = 22
+
     package static func make() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(22)
+        bytes.reserveCapacity(length)
         // 128 bits = 21 groups of 6 bits + 2 bits.
         var value = (high, low)
-        for _ in 0..<22 {
+        for _ in 0..<length {
             bytes.append(alphabet[Int(value.1 & 0x3F)])
             value.1 = (value.1 >> 6) | (value.0 << 58)
             value.0 >>= 6
