@@ -95,7 +95,8 @@ static inline size_t cmhd_request_header_size(struct MHD_Connection *c) {
  * from its header lines before its body is read. libmicrohttpd 0.9.75 reads the first
  * Content-Length line of several, frames a body by Transfer-Encoding while keeping the connection
  * open for the next request when Content-Length comes with it, reads a body whose transfer coding
- * is not exactly "chunked" until the client closes, and serves HTTP/1.1 without a Host.
+ * is not exactly "chunked" until the client closes, serves HTTP/1.1 without a Host, and keeps
+ * whitespace before a header's colon in its name.
  */
 enum cmhd_framing {
   CMHD_FRAMING_OK = 0,
@@ -109,11 +110,13 @@ enum cmhd_framing {
   CMHD_FRAMING_UNSUPPORTED_CODING = 4,
   /** HTTP/1.1 without a Host line, or more than one. */
   CMHD_FRAMING_HOST = 5,
+  /** Whitespace between a header name and its colon, which libmicrohttpd keeps in the name. */
+  CMHD_FRAMING_SPACE_IN_NAME = 6,
 };
 
 struct cmhd_framing_scan {
   unsigned int hosts, lengths, coding_lines, chunked;
-  int conflicting_lengths, chunked_last, exactly_chunked;
+  int conflicting_lengths, chunked_last, exactly_chunked, space_in_name;
   const char *length;
   size_t length_size;
 };
@@ -129,6 +132,7 @@ static inline enum MHD_Result cmhd_scan_framing_line(void *cls, enum MHD_ValueKi
   struct cmhd_framing_scan *scan = cls;
   if (key == NULL) return MHD_YES;
   if (value == NULL) value_size = 0;
+  if (memchr(key, ' ', key_size) != NULL || memchr(key, '\t', key_size) != NULL) scan->space_in_name = 1;
   if (cmhd_is_name(key, key_size, "Host", 4)) {
     scan->hosts++;
   } else if (cmhd_is_name(key, key_size, "Content-Length", 14)) {
@@ -170,6 +174,8 @@ static inline enum cmhd_framing cmhd_request_framing(struct MHD_Connection *c, c
   MHD_get_connection_values_n(c, MHD_HEADER_KIND, cmhd_scan_framing_line, &scan);
   *length = scan.length;
   *length_size = scan.length_size;
+  /* "Transfer-Encoding : chunked" is not Transfer-Encoding to libmicrohttpd, but may be to a proxy. */
+  if (scan.space_in_name) return CMHD_FRAMING_SPACE_IN_NAME;
   if (scan.conflicting_lengths) return CMHD_FRAMING_CONFLICTING_LENGTHS;
   if (scan.coding_lines > 0) {
     if (scan.lengths > 0) return CMHD_FRAMING_LENGTH_WITH_CODING;

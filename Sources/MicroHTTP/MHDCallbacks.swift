@@ -98,6 +98,8 @@ enum MHDCallbacks {
             return (501, #"Transfer-Encoding other than "chunked" alone is not supported"#)
         case CMHD_FRAMING_HOST:
             return (400, "An HTTP/1.1 request needs exactly one Host header")
+        case CMHD_FRAMING_SPACE_IN_NAME:
+            return (400, "Whitespace between a header name and its colon is not allowed")
         default:
             return nil
         }

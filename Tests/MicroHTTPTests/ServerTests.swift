@@ -227,6 +227,7 @@ import Testing
         ("Transfer-Encoding: identity", "", 400, "must end with chunked"),
         ("Transfer-Encoding: gzip, chunked", "0\r\n\r\n", 501, "not supported"),
         ("Host: y\r\nContent-Length: 0", "", 400, "exactly one Host"),
+        ("Transfer-Encoding : chunked\r\nContent-Length: 5", "0\r\n\r\n", 400, "its colon"),
     ])
     func aRequestWhoseFramingIsAmbiguousIsRefusedBeforeAnyHandlerAndItsConnectionClosed(
         headers: String, body: String, status: Int, detail: String

@@ -306,6 +306,7 @@ SMUGGLED_FRAMINGS = [
     ("chunked not last", "Transfer-Encoding: chunked, identity", 400, "bad-request"),
     ("a coding before chunked", "Transfer-Encoding: gzip, chunked", 501, "transfer-coding-not-supported"),
     ("two Hosts", "Host: elsewhere\r\nContent-Length: {length}", 400, "bad-request"),
+    ("a space before a colon", "Transfer-Encoding : chunked\r\nContent-Length: 0", 400, "bad-request"),
 ]
 
 
