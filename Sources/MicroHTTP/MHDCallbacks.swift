@@ -86,7 +86,7 @@ enum MHDCallbacks {
     }
 
     /// The answer to a request whose framing headers are ambiguous or unsupported (RFC 9112).
-    static func framingRefusal(_ framing: cmhd_framing) -> (status: Int, detail: String)? {
+    private static func framingRefusal(_ framing: cmhd_framing) -> (status: Int, detail: String)? {
         switch framing {
         case CMHD_FRAMING_CONFLICTING_LENGTHS:
             return (400, "Content-Length is given more than once, with different values")
