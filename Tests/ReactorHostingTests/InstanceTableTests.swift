@@ -103,6 +103,6 @@ private final class FakeInstance: HostedInstance {
     {
         throw HostingError.invalidAction("none taken")
     }
-    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) { body() }
+    func whenSettled(_ receipt: ActionReceipt, reportingCommit body: @escaping @Sendable (CommitOutcome) -> Void) { body(.committed) }
     func dispose(_ reason: StreamEndReason?) {}
 }

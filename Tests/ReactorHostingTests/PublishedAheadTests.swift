@@ -93,7 +93,7 @@ import Testing
         committer.enqueueHeld(.publishingAhead(id: "held"))
         committer.enqueue(.touch(id: "held", lastActivity: 1)) { _ in heard.withLock { $0.append("held") } }
         committer.enqueue(.touch(id: "other", lastActivity: 1)) { _ in heard.withLock { $0.append("other") } }
-        committer.afterQueuedWrites { heard.withLock { $0.append("after") } }
+        committer.afterQueuedWrites { _ in heard.withLock { $0.append("after") } }
         #expect(committer.enqueueAcknowledged(.accept(id: "held", seq: 1, action: [])) != nil)
         #expect(committer.enqueueAcknowledged(.accept(id: "other", seq: 1, action: [])) == nil)
         gated.waitUntilCommitting()

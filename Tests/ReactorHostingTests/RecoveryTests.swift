@@ -337,7 +337,7 @@ import Testing
         let (instance, _) = try host.create(try #require(host.registry.type(named: "counter")))
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
         let committer = try #require(host.committer)
-        await withCheckedContinuation { queued in committer.afterQueuedWrites { queued.resume() } }
+        await withCheckedContinuation { queued in committer.afterQueuedWrites { _ in queued.resume() } }
         let writes = committed.withLock { $0 }
         let accepted = try #require(
             writes.firstIndex {
@@ -358,7 +358,7 @@ import Testing
         let id = instance.id
         #expect(try host.delete(id: id) != nil)
         let committed = DispatchSemaphore(value: 0)
-        host.committer!.afterQueuedWrites { committed.signal() }
+        host.committer!.afterQueuedWrites { _ in committed.signal() }
         committed.wait()
         #expect(try store.load(id: id) == nil)
         #expect(try host.instance(id: id) == nil)
@@ -379,7 +379,7 @@ import Testing
         let (receipt, _) = try instance.send(actionJSON: Array(#""increase""#.utf8))
         #expect(try await settledState(host, "FFFFFFFFFFFFFFFFFFFFFF", after: [receipt.sequence]).value == 6)
         let committed = DispatchSemaphore(value: 0)
-        host.committer!.afterQueuedWrites { committed.signal() }
+        host.committer!.afterQueuedWrites { _ in committed.signal() }
         committed.wait()
         let stored = try #require(try store.load(id: "FFFFFFFFFFFFFFFFFFFFFF"))
         #expect(stored.state == state(value: 6, isLoading: false, alerts: 1))
@@ -428,7 +428,7 @@ import Testing
         try instance.timeline.attach(subscriber)
         #expect(subscriber.events == [Array("error 1".utf8)])
         let committed = DispatchSemaphore(value: 0)
-        host.committer!.afterQueuedWrites { committed.signal() }
+        host.committer!.afterQueuedWrites { _ in committed.signal() }
         committed.wait()
         #expect(try store.load(id: "HHHHHHHHHHHHHHHHHHHHHH")?.pendingActions.isEmpty == true)
     }

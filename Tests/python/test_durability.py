@@ -496,6 +496,43 @@ def test_a_full_store_answers_503_loses_nothing_acknowledged_and_resumes(start_s
     assert restarted.request("POST", "/reactors", {"type": "todo"}).status == 201
 
 
+def test_a_waiting_action_whose_commit_fails_is_answered_503_never_200(start_server):
+    """`?wait=true` answers the state once the action's mutations are reduced; with `sync`, a
+    200 is an acknowledgement too, so it must wait for the commit and never follow a failed one."""
+    directory = new_store_directory("reactor-full-wait-")
+    store = f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=60"
+    server = start_server("--counter-delay-ms", "0", store=store)
+    todos = []
+    while len(todos) < 2000:
+        reply = server.request("POST", "/reactors", {"type": "todo"})
+        if reply.status != 201:
+            assert reply.status == 503, reply
+            break
+        todos.append(reply.json()["id"])
+    todo = todos[0]
+    answers = {}
+    for attempt in range(6):
+        # Past the second of refusals that follows a failed commit, so the action reaches the store.
+        wait_for(lambda: server.request("GET", "/readyz").status == 200, timeout=10, what="the store to be ready again")
+        title = f"attempt {attempt} " + "x" * 300
+        reply = server.request("POST", f"/reactors/{todo}/actions?wait=true", {"add": {"title": title}})
+        assert reply.status in (200, 503), reply
+        if reply.status == 503:
+            assert reply.header("Content-Type") == "application/problem+json"
+            assert reply.json()["type"].endswith("store-unavailable"), reply
+        else:
+            assert title in [task["title"] for task in reply.json()["state"]["tasks"]], reply
+        answers[title] = reply.status
+    assert 503 in answers.values(), answers
+    assert server.stop() == 0
+
+    restarted = start_server("--counter-delay-ms", "0", store=f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=100000")
+    kept = [task["title"] for task in state_of(restarted, todo)["state"]["tasks"]]
+    for title, status in answers.items():
+        if status == 200:
+            assert title in kept, (title[:10], answers.values())
+
+
 def test_sigterm_commits_everything_even_with_async_durability(start_server):
     store = fresh_store()
     server = start_server("--counter-delay-ms", "0", "--durability", "async", "--flush-interval-ms", "1000",

@@ -107,8 +107,13 @@ extension ReactorService {
         return .deferred(
             HTTPResponse.deferred { responder in
                 let reply = ReplyOnce(responder: responder, scope: scope)
-                instance.whenSettled(receipt) {
-                    reply.send(Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay))
+                // The state, once the action's own record and the states it produced are committed:
+                // a 200 acknowledges the action as much as a 202 does.
+                instance.whenSettled(receipt) { outcome in
+                    let shown: @Sendable () -> HTTPResponse = { Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay) }
+                    guard outcome == .committed else { return reply.send(Self.notCommitted(outcome)) }
+                    guard let ticket else { return reply.send(shown()) }
+                    ticket.whenCommitted { outcome in reply.send(outcome == .committed ? shown() : Self.notCommitted(outcome)) }
                 }
                 // Whichever comes first answers; the later one is ignored. The 202 still waits for
                 // the action's commit.

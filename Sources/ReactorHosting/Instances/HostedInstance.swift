@@ -90,14 +90,22 @@ package protocol HostedInstance: AnyObject, Sendable {
     func send(actionJSON: [UInt8], trace: (any Span)?, idempotencyKey: String)
         throws(HostingError) -> (receipt: ActionReceipt, ticket: CommitTicket?, isReplay: Bool)
     /// Calls `body` once every mutation of the action has been reduced and the states it
-    /// produced are published (committed first, with a store in ``Durability/sync``).
-    func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void)
+    /// produced are published (committed first, with a store in ``Durability/sync``), with the
+    /// outcome of the commit that took them: anything but ``CommitOutcome/committed`` means
+    /// they are not in the store, so nothing of them may be acknowledged. Without a store,
+    /// always ``CommitOutcome/committed``.
+    func whenSettled(_ receipt: ActionReceipt, reportingCommit body: @escaping @Sendable (CommitOutcome) -> Void)
     /// Cancels the instance's work and ends its streams (`nil`: without an end event, when
     /// the instance only leaves memory).
     func dispose(_ reason: StreamEndReason?)
 }
 
 extension HostedInstance {
+    /// ``whenSettled(_:reportingCommit:)`` for a caller that acknowledges nothing.
+    package func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
+        whenSettled(receipt, reportingCommit: { _ in body() })
+    }
+
     /// Nothing is traced, unless the instance says otherwise.
     package var traces: ActionTraces? { nil }
 
@@ -426,8 +434,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    package func whenSettled(_ receipt: ActionReceipt, _ body: @escaping @Sendable () -> Void) {
-        guard let committer = context.committer else { return reactor.whenSettled(receipt, body) }
+    package func whenSettled(_ receipt: ActionReceipt, reportingCommit body: @escaping @Sendable (CommitOutcome) -> Void) {
+        guard let committer = context.committer else { return reactor.whenSettled(receipt) { body(.committed) } }
         // The states the action produced were queued for the store before it settled.
         reactor.whenSettled(receipt) { committer.afterQueuedWrites(body) }
     }

@@ -354,18 +354,19 @@ package final class GroupCommitter: Sendable {
         for (version, settled) in slot.take() { queue.writes.append(.version(version), of: session, settled: settled) }
     }
 
-    /// Runs `body` once everything queued so far is committed or has failed (at once with
-    /// ``Durability/async``).
-    package func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` once everything queued so far is committed or has failed, with the outcome
+    /// of the commit that took it (at once, ``CommitOutcome/committed``, with
+    /// ``Durability/async`` while no write waits).
+    package func afterQueuedWrites(_ body: @escaping @Sendable (CommitOutcome) -> Void) {
         let isSync = self.isSync
         let (now, signal) = queue.withLock { queue -> (Bool, Bool) in
             // Async: at once, unless writes wait, whose states are shown once committed.
             if !isSync && queue.held.isEmpty { return (true, false) }
-            queue.completions.append((nil, .body { _ in body() }))
+            queue.completions.append((nil, .body(body)))
             return (false, isSync ? wakeIfSleeping(&queue) : commitSoon(&queue))
         }
         if signal { wake.signal() }
-        if now { body() }
+        if now { body(.committed) }
     }
 
     /// Runs `body` on the commit thread once everything queued so far has been committed (or
