@@ -79,8 +79,15 @@ struct Statement {
     let handle: OpaquePointer
     let connection: SQLiteConnection
 
+    /// Binds `text` whole, with its length: a NUL in it does not end it.
     func bind(_ index: Int32, _ text: String) {
-        sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+        var text = text
+        text.withUTF8 { bytes in
+            // An empty buffer may have no address, which SQLite would bind as NULL.
+            let start = UnsafeRawPointer(bytes.baseAddress ?? ("" as StaticString).utf8Start)
+            sqlite3_bind_text64(
+                handle, index, start.assumingMemoryBound(to: CChar.self), UInt64(bytes.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+        }
     }
 
     func bind(_ index: Int32, _ value: Int64) {
@@ -136,9 +143,11 @@ struct Statement {
 
     func uint64(_ column: Int32) -> UInt64 { UInt64(bitPattern: sqlite3_column_int64(handle, column)) }
 
+    /// The text in `column`, whole (a NUL in it does not end it); empty when it is NULL.
     func text(_ column: Int32) -> String {
+        // The text first, then its length in bytes, as SQLite's documentation asks.
         guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-        return String(cString: bytes)
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
     }
 
     /// Whether `column` is NULL.

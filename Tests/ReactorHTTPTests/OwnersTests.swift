@@ -19,6 +19,13 @@ import Testing
             case "token-a": return "alice"
             case "token-b": return "bob"
             case "token-root": return "root"
+            // Subjects Swift's `==` takes for the others (canonically equivalent), and a NUL.
+            case "token-cafe": return "caf\u{E9}"
+            case "token-cafe-combining": return "cafe\u{301}"
+            case "token-kelly": return "Kelly"
+            case "token-kelvin": return "\u{212A}elly"
+            case "token-root-combining": return "roo\u{74}\u{307}"
+            case "token-bob-nul": return "bob\u{0}"
             case "expired": throw AuthenticationFailure("the token has expired")
             default: throw AuthenticationFailure("unknown token")
             }
@@ -192,6 +199,34 @@ import Testing
         // The header wins over the cookie.
         let both = ["Cookie": "reactor_token=token-a"].merging(Self.bob) { $1 }
         #expect(try await client.get("/reactors/\(id)", headers: both).status == 404)
+    }
+
+    @Test func subjectsUnicodeCallsEquivalentAreDifferentOwnersAndAControlCharacterIsRefused() async throws {
+        for store in [nil, InMemorySessionStore(historyCapacity: 4)] as [InMemorySessionStore?] {
+            let server = Self.server(store: store) { authentication, configuration in
+                authentication.adminSubjects = ["ro\u{1E6B}"]  // "roṫ", one scalar
+                configuration.maxInstancesPerSubject = 1
+            }
+            try server.start()
+            defer { server.shutdown() }
+            let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+            for (owner, other) in [("token-cafe", "token-cafe-combining"), ("token-kelly", "token-kelvin")] {
+                let id = try await client.create("counter", headers: ["Authorization": "Bearer \(owner)"])
+                let theirs = ["Authorization": "Bearer \(other)"]
+                #expect(try await client.get("/reactors/\(id)", headers: theirs).status == 404, "\(other)")
+                #expect(try await client.post("/reactors/\(id)/actions", #""increase""#, headers: theirs).status == 404)
+                #expect(try await client.send("DELETE", "/reactors/\(id)", headers: theirs).status == 404)
+                // Its own limit of one, not the other's.
+                #expect(try await client.post("/reactors", #"{"type":"counter"}"#, headers: theirs).status == 201, "\(other)")
+                #expect(try await client.get("/reactors/\(id)", headers: ["Authorization": "Bearer \(owner)"]).status == 200)
+            }
+            // "roṫ" as "t" and a combining dot is not the admin "roṫ".
+            #expect(try await client.get("/metrics", headers: ["Authorization": "Bearer token-root-combining"]).status == 403)
+            let nul = try await client.post("/reactors", #"{"type":"counter"}"#, headers: ["Authorization": "Bearer token-bob-nul"])
+            #expect(nul.status == 401)
+            #expect((nul.json["detail"] as? String)?.contains("control character") == true, "\(nul.text)")
+            #expect(server.service.instanceCount == 4)
+        }
     }
 
     @Test func aSubjectPastItsLimitIs429AndOthersAreNot() async throws {

@@ -24,21 +24,24 @@ import Testing
             iss: iss.map { IssuerClaim(value: $0) })
     }
 
-    static func sign(_ payload: Payload, secret: [UInt8] = secret, digest: DigestAlgorithm = .sha256, kid: String? = nil)
-        async throws -> String
-    {
+    static func sign(
+        _ payload: Payload, secret: [UInt8] = secret, digest: DigestAlgorithm = .sha256, kid: String? = nil,
+        header: JWTHeader = JWTHeader()
+    ) async throws -> String {
         let keys = await JWTKeyCollection().add(
             hmac: HMACKey(from: secret), digestAlgorithm: digest, kid: kid.map { JWKIdentifier(string: $0) })
-        return try await keys.sign(payload, kid: kid.map { JWKIdentifier(string: $0) })
+        return try await keys.sign(payload, kid: kid.map { JWKIdentifier(string: $0) }, header: header)
     }
 
-    static func authenticator(leeway: Duration = .seconds(60)) async throws -> JWTAuthenticator {
+    static func authenticator(
+        leeway: Duration = .seconds(60), audience: String = "api", issuer: String = "issuer"
+    ) async throws -> JWTAuthenticator {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UInt64.random(in: 0...UInt64.max))")
         try Data(secret + [0x0A]).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let keys = try await JWTKeySet.load(secretFile: file.path, jwksFile: nil)
         return JWTAuthenticator(
-            keys: keys, requirements: .init(audience: "api", issuer: "issuer", leeway: leeway), now: { now })
+            keys: keys, requirements: .init(audience: audience, issuer: issuer, leeway: leeway), now: { now })
     }
 
     static func refusal(_ token: String, by authenticator: JWTAuthenticator) -> String? {
@@ -84,6 +87,29 @@ import Testing
         }
         #expect(Self.refusal("not.a.token", by: authenticator) == "the token is not a JSON Web Token")
         #expect(Self.refusal("", by: authenticator) == "the token is not a JSON Web Token")
+    }
+
+    @Test func theIssuerAndAudienceAreComparedByteForByte() async throws {
+        // "café" with a precomposed é, as configured; a token says it with "e" and a combining accent.
+        let authenticator = try await Self.authenticator(audience: "caf\u{E9}", issuer: "\u{212B}ngstr\u{F6}m")
+        let exact = Self.payload(aud: "caf\u{E9}", iss: "\u{212B}ngstr\u{F6}m")
+        #expect(try authenticator.subject(of: try await Self.sign(exact)) == "alice")
+        let audience = Self.payload(aud: "cafe\u{301}", iss: "\u{212B}ngstr\u{F6}m")
+        #expect(Self.refusal(try await Self.sign(audience), by: authenticator) == "the token is not for this audience")
+        let issuer = Self.payload(aud: "caf\u{E9}", iss: "\u{C5}ngstro\u{308}m")
+        #expect(Self.refusal(try await Self.sign(issuer), by: authenticator) == "the token is not from the expected issuer")
+    }
+
+    @Test func aCriticalExtensionOrAKeyIDThatIsNotAStringIsRefused() async throws {
+        let authenticator = try await Self.authenticator()
+        let critical = try await Self.sign(Self.payload(), header: ["crit": .array([.string("b64")]), "b64": .bool(false)])
+        #expect(
+            Self.refusal(critical, by: authenticator)
+                == "the token's header names critical extensions (crit) this server does not understand")
+        let numbered = try await Self.sign(Self.payload(), header: ["kid": .int(5)])
+        #expect(Self.refusal(numbered, by: authenticator) == "the token's key id (kid) is not a string")
+        let listed = try await Self.sign(Self.payload(), header: ["kid": .array([.string("a")])])
+        #expect(Self.refusal(listed, by: authenticator) == "the token's key id (kid) is not a string")
     }
 
     @Test func replacedKeysTakeOverAtOnce() async throws {

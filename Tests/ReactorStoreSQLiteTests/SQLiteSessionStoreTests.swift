@@ -86,6 +86,23 @@ import Testing
         #expect(try reopened.load(id: "k")?.rememberedKeys.isEmpty == true)
     }
 
+    @Test func textIsStoredWholeAndSubjectsAreCountedByTheirBytes() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        defer { store.close() }
+        // A NUL does not end a text, and strings Unicode calls equivalent stay two.
+        let subjects = ["bob", "bob\u{0}", "bob\u{0}\u{0}", "caf\u{E9}", "cafe\u{301}", "caf\u{E9}"]
+        for (index, subject) in subjects.enumerated() {
+            let creation = InstanceCreation(context: CreationContext(subject: subject)).json
+            _ = try store.commit([.create(id: "s\(index)", type: "counter", state: bytes("0"), lastActivity: 0, creation: creation)])
+        }
+        for subject in Set(subjects.map { Array($0.utf8) }).map({ String(decoding: $0, as: UTF8.self) }) {
+            #expect(try store.count(owner: subject) == subjects.count { $0.utf8.elementsEqual(subject.utf8) }, "\(Array(subject.utf8))")
+        }
+        let key = RememberedKey(key: "k\u{0}ey \u{212A}", seq: 1, digest: 7)
+        _ = try store.commit([.accept(id: "s0", seq: 1, action: bytes(#""increase""#), key: key), .settle(id: "s0", seq: 1)])
+        #expect(try store.load(id: "s0")?.rememberedKeys == [key])
+    }
+
     @Test func whatIsCommittedLoadsBackAfterReopening() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 8)

@@ -25,8 +25,11 @@ struct Caller: Sendable {
 
     /// Whether the caller may reach a session that `owner` created. One created by nobody in
     /// particular (before authentication was turned on) is reached by any caller that has its id.
+    /// Subjects are compared byte for byte (``Swift/String/hasSameBytes(as:)``).
     func mayReach(_ owner: String?) -> Bool {
-        isAdmin || owner == nil || owner == subject
+        guard !isAdmin, let owner else { return true }
+        guard let subject else { return false }
+        return owner.hasSameBytes(as: subject)
     }
 
     /// Whether the caller may reach `instance` (its owner is read only when that matters).
@@ -51,7 +54,12 @@ extension ReactorService {
             throw Problem.unauthenticated(realm: authentication.realm, refusal: error.reason)
         }
         guard let subject, !subject.isEmpty else { throw Problem.unauthenticated(realm: authentication.realm, refusal: nil) }
-        let isAdmin = authentication.adminSubjects.contains(subject)
+        // A subject is stored with its session and shown in logs: a control character (a NUL
+        // cuts a C string short) makes it another subject there, or a line of its own.
+        guard !subject.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw Problem.unauthenticated(realm: authentication.realm, refusal: "the subject contains a control character")
+        }
+        let isAdmin = authentication.adminSubjects.contains { $0.hasSameBytes(as: subject) }
         if access == .admin && !isAdmin {
             throw Problem.forbidden("this route is for an admin; the subject of this request is not one")
         }

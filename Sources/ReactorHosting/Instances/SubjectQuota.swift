@@ -11,8 +11,9 @@ import Locking
 package final class SubjectQuota: Sendable {
     /// The most sessions one subject may hold.
     package let limit: Int
-    /// By subject: the live instances (without a store), or the creations not committed yet.
-    private let counts = Locked<[String: Int]>([:])
+    /// By subject (its UTF-8 bytes: see ``Swift/String/hasSameBytes(as:)``): the live
+    /// instances (without a store), or the creations not committed yet.
+    private let counts = Locked<[[UInt8]: Int]>([:])
 
     package init(limit: Int) {
         self.limit = max(0, limit)
@@ -22,8 +23,9 @@ package final class SubjectQuota: Sendable {
     /// - Parameter store: the store, which counts the subject's committed sessions; nil: none.
     package func admit(_ subject: String, store: (any SessionStore)?) throws(HostingError) {
         let limit = self.limit
+        let key = Array(subject.utf8)
         try counts.withLock { counts throws(HostingError) in
-            var held = counts[subject, default: 0]
+            var held = counts[key, default: 0]
             if let store {
                 do throws(SessionStoreError) {
                     held += try store.count(owner: subject)
@@ -32,16 +34,17 @@ package final class SubjectQuota: Sendable {
                 }
             }
             guard held < limit else { throw HostingError.tooManyInstancesForSubject(limit: limit) }
-            counts[subject, default: 0] += 1
+            counts[key, default: 0] += 1
         }
     }
 
     /// Counts one session of `subject` less here: its creation was committed (the store counts
     /// it now) or failed, or, without a store, it ended.
     package func release(_ subject: String) {
+        let key = Array(subject.utf8)
         counts.withLock { counts in
-            let left = counts[subject, default: 0] - 1
-            counts[subject] = left > 0 ? left : nil
+            let left = counts[key, default: 0] - 1
+            counts[key] = left > 0 ? left : nil
         }
     }
 }

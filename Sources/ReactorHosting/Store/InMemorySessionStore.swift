@@ -89,7 +89,7 @@ public final class InMemorySessionStore: SessionStore {
     }
 
     public func count(owner: String) throws(SessionStoreError) -> Int {
-        sessions.withLock { $0.values.count { $0.stored.owner == owner } }
+        sessions.withLock { $0.values.count { $0.stored.owner?.hasSameBytes(as: owner) ?? false } }
     }
 
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {

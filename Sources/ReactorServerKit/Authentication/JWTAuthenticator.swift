@@ -2,6 +2,7 @@ import Foundation
 import JWTKit
 import Locking
 import ReactorHTTP
+import ReactorHosting
 
 /// `--auth jwt`: verifies the bearer token of each request as a JSON Web Token signed by one of
 /// the keys of a ``JWTKeySet`` (jwt-kit's algorithms), and answers its `sub` as the subject.
@@ -62,6 +63,14 @@ final class JWTAuthenticator: Authenticator {
         } catch {
             throw AuthenticationFailure("the token is not a JSON Web Token")
         }
+        // RFC 7515 §4.1.11: a token whose `crit` names extensions must be refused by a verifier
+        // that understands none of them; a `kid` that is not a string names no key of ours.
+        guard parsed.header.crit == nil, parsed.header[dynamicMember: "crit"] == nil else {
+            throw AuthenticationFailure("the token's header names critical extensions (crit) this server does not understand")
+        }
+        guard parsed.header[dynamicMember: "kid"] == nil || parsed.header.kid != nil else {
+            throw AuthenticationFailure("the token's key id (kid) is not a string")
+        }
         let algorithm = try keys.withLock { keys throws(AuthenticationFailure) in try keys.algorithm(for: parsed.header.kid) }
         guard parsed.header.alg == algorithm.name else {
             throw AuthenticationFailure("the token's algorithm is not its key's (\(algorithm.name))")
@@ -96,15 +105,11 @@ final class JWTAuthenticator: Authenticator {
                 throw AuthenticationFailure("the token is not valid yet (nbf)")
             }
         }
-        if let audience = requirements.audience {
-            do {
-                guard let aud = claims.aud else { throw AuthenticationFailure("") }
-                try aud.verifyIntendedAudience(includes: audience)
-            } catch {
-                throw AuthenticationFailure("the token is not for this audience")
-            }
+        // Byte for byte, as RFC 7519 §2 compares StringOrURI values (not as `==` compares strings).
+        if let audience = requirements.audience, !(claims.aud?.value.contains { $0.hasSameBytes(as: audience) } ?? false) {
+            throw AuthenticationFailure("the token is not for this audience")
         }
-        if let issuer = requirements.issuer, claims.iss?.value != issuer {
+        if let issuer = requirements.issuer, !(claims.iss?.value.hasSameBytes(as: issuer) ?? false) {
             throw AuthenticationFailure("the token is not from the expected issuer")
         }
         guard let subject = claims.sub?.value, !subject.isEmpty else {
