@@ -50,6 +50,7 @@ public enum SQLiteRestore {
             throw SessionStoreError(.unavailable, "\(backup) is the store itself; restore from a backup of it")
         }
         let source = try StoreFileCopy.openStore(backup)
+        try refuseAnotherApplications(store)
         try SQLiteSessionStore.makeDirectory(of: store)
         let lock = try StoreFileLock(storePath: store)
         defer { lock.release() }
@@ -68,6 +69,22 @@ public enum SQLiteRestore {
         } catch {
             unlink(incoming)
             throw error
+        }
+    }
+
+    /// Refuses to replace a readable SQLite database that is not a session store (another
+    /// application's, which every other command refuses too) or that a newer build wrote. A
+    /// store that cannot be read at all is replaced (kept aside): mending a damaged store is what
+    /// a restore is often for.
+    private static func refuseAnotherApplications(_ store: String) throws(SessionStoreError) {
+        guard StoreFileCopy.exists(store), let replaced = try? SQLiteConnection(path: store, create: false, readOnly: true) else {
+            return
+        }
+        let tables = try? replaced.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        defer { tables?.reset() }
+        guard let tables, (try? tables.next()) == true, tables.int64(0) > 0 else { return }
+        if let refusal = try? SQLiteSchema.refusal(of: replaced) {
+            throw SessionStoreError(.corrupt, "nothing was restored: \(refusal)")
         }
     }
 

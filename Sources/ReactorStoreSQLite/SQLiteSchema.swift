@@ -149,23 +149,27 @@ enum SQLiteSchema {
             }
             return
         }
+        if let refusal = try refusal(of: connection) { throw SessionStoreError(.corrupt, refusal) }
+    }
+
+    /// Why a database with tables is not a store this build may use: another application made
+    /// it (no `meta` table, or another application's), or a newer reactor-server wrote it; nil
+    /// when it is a session store. Throws when SQLite cannot read it.
+    static func refusal(of connection: SQLiteConnection) throws(SessionStoreError) -> String? {
         let hasMeta = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
         defer { hasMeta.reset() }
         guard try hasMeta.next(), hasMeta.int64(0) == 1 else {
-            throw SessionStoreError(
-                .corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+            return "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched"
         }
         let meta = try connection.statement("SELECT key, value FROM meta WHERE key IN ('application', 'schema')")
         var values: [String: String] = [:]
         while try meta.next() { values[meta.text(0)] = meta.text(1) }
         guard values["application"] == application else {
-            throw SessionStoreError(
-                .corrupt, "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched")
+            return "\(connection.path) is a SQLite database of something else, not a session store; it was left untouched"
         }
         guard let schema = values["schema"].flatMap(Int.init), schema <= version else {
-            throw SessionStoreError(
-                .corrupt,
-                "\(connection.path) was written by a newer reactor-server (schema \(values["schema"] ?? "?")); it was left untouched")
+            return "\(connection.path) was written by a newer reactor-server (schema \(values["schema"] ?? "?")); it was left untouched"
         }
+        return nil
     }
 }

@@ -51,8 +51,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         self.path = path
         self.historyCapacity = max(1, historyCapacity)
         try Self.checkFile(at: path)
-        lock = try StoreFileLock(storePath: path)
-        try Self.createPrivately(path)
+        lock = try StoreFileLock(storePath: path, creating: true)
         let writer = try SQLiteConnection(path: path, create: true)
         try SQLiteSchema.check(writer)
         try writer.execute("PRAGMA journal_mode=WAL")
@@ -113,15 +112,10 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         }
     }
 
-    /// Makes the store's file, when there is none yet, readable and writable by its owner only:
-    /// its ids are the sessions' credentials. SQLite gives its log and index files the
-    /// database's permissions.
-    /// (Called with the store's lock held, so no other server makes it meanwhile.)
-    private static func createPrivately(_ path: String) throws(SessionStoreError) {
-        guard !FileManager.default.fileExists(atPath: path) else { return }
-        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw SessionStoreError(.unavailable, "cannot create the session store \(path)")
-        }
+    /// Throws unless `path` holds a session store: a file SQLite reads, with a store's tables.
+    /// For a command that reads a store and must not make one (opening a store makes it).
+    package static func requireStore(at path: String) throws(SessionStoreError) {
+        _ = try StoreFileCopy.openStore(path, readOnly: true)
     }
 
     /// Whether users other than the file's owner may read the store (its group or others have

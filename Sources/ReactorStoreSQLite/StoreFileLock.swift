@@ -18,38 +18,61 @@ import ReactorHosting
 /// look at its first bytes comes earlier), and holds it while it is open. The kernel lets go of it when the process ends, however it ends, so
 /// a crash never leaves the store locked. The file holds the holder's process id, for the message
 /// a second server gets. Backups do not take it: they only read.
+///
+/// `PATH` is the store's real path, its symbolic links followed, so that a link to the store
+/// finds the lock its target's server holds. A hard link is another name for the same file with
+/// no way back to the first, so the store also takes an exclusive `flock` on its database file,
+/// when that exists already: on the file itself, whatever name opened it. (SQLite's own locks
+/// are `fcntl` locks, which `flock` does not touch.)
 final class StoreFileLock: Sendable {
     /// The lock file.
     let path: String
-    /// Its descriptor while held; -1 once let go.
-    private let descriptor: Locked<Int32>
+    /// The lock file's descriptor and the database file's (-1 when it did not exist yet), while
+    /// held; both -1 once let go.
+    private let descriptors: Locked<(lock: Int32, database: Int32)>
 
     /// Takes the lock of the store at `storePath`, or throws naming who holds it.
-    init(storePath: String) throws(SessionStoreError) {
-        path = storePath + ".lock"
+    /// - Parameter creating: whether to create the database file when it is not there, empty,
+    ///   and readable and writable by its owner only (its ids are the sessions' credentials;
+    ///   SQLite gives its log and index files the database's permissions), so that it is locked
+    ///   from the start.
+    init(storePath: String, creating: Bool = false) throws(SessionStoreError) {
+        let database = Self.realPath(storePath)
+        path = database + ".lock"
         let opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard opened >= 0 else {
             throw SessionStoreError(
                 .unavailable,
                 "cannot open the session store \(storePath): cannot create its lock file \(path): \(String(cString: strerror(errno)))")
         }
-        guard flock(opened, LOCK_EX | LOCK_NB) == 0 else {
-            let reason = errno
-            let holder = Self.holder(opened)
+        do {
+            try Self.lock(opened, of: storePath, through: path) { Self.holder(opened).map { " (pid \($0))" } ?? "" }
+        } catch {
             close(opened)
-            guard reason == EWOULDBLOCK else {
-                throw SessionStoreError(
-                    .unavailable, "cannot lock the session store \(storePath) (\(path)): \(String(cString: strerror(reason)))")
+            throw error
+        }
+        // Read-only is enough for flock, and a store that does not exist yet has no other name.
+        let file = open(database, O_RDONLY | O_CLOEXEC | (creating ? O_CREAT : 0), 0o600)
+        if file < 0 && creating {
+            let reason = errno
+            flock(opened, LOCK_UN)
+            close(opened)
+            throw SessionStoreError(.unavailable, "cannot create the session store \(storePath): \(String(cString: strerror(reason)))")
+        }
+        if file >= 0 {
+            do {
+                try Self.lock(file, of: storePath, through: database) { ", which opened it under another name (a hard link)" }
+            } catch {
+                close(file)
+                flock(opened, LOCK_UN)
+                close(opened)
+                throw error
             }
-            throw SessionStoreError(
-                .unavailable,
-                "the session store \(storePath) is in use by another process\(holder.map { " (pid \($0))" } ?? ""), and one process at a time may use it (two servers would overwrite each other's sessions): stop that one first"
-            )
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(opened, 0)
         _ = text.withUnsafeBytes { pwrite(opened, $0.baseAddress, $0.count, 0) }
-        descriptor = Locked(opened)
+        descriptors = Locked((opened, file))
     }
 
     /// Lets go of the lock (once; later calls do nothing).
@@ -59,15 +82,46 @@ final class StoreFileLock: Sendable {
     /// descriptor until it executes its program, and a close alone would leave the lock held
     /// through that copy.
     func release() {
-        descriptor.withLock { descriptor in
-            guard descriptor >= 0 else { return }
-            flock(descriptor, LOCK_UN)
-            close(descriptor)
-            descriptor = -1
+        descriptors.withLock { descriptors in
+            for descriptor in [descriptors.database, descriptors.lock] where descriptor >= 0 {
+                flock(descriptor, LOCK_UN)
+                close(descriptor)
+            }
+            descriptors = (-1, -1)
         }
     }
 
     deinit { release() }
+
+    /// Takes an exclusive `flock` on `descriptor` (the file `lockPath`), or throws: `holder`
+    /// tells who has it, for the message.
+    private static func lock(
+        _ descriptor: Int32, of storePath: String, through lockPath: String, holder: () -> String
+    ) throws(SessionStoreError) {
+        guard flock(descriptor, LOCK_EX | LOCK_NB) != 0 else { return }
+        let reason = errno
+        guard reason == EWOULDBLOCK else {
+            throw SessionStoreError(
+                .unavailable, "cannot lock the session store \(storePath) (\(lockPath)): \(String(cString: strerror(reason)))")
+        }
+        throw SessionStoreError(
+            .unavailable,
+            "the session store \(storePath) is in use by another process\(holder()), and one process at a time may use it (two servers would overwrite each other's sessions): stop that one first"
+        )
+    }
+
+    /// `path` with its symbolic links followed; for a file not there yet, its directory's real
+    /// path and its name (`path` itself when even the directory is not there yet).
+    static func realPath(_ path: String) -> String {
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        let url = URL(fileURLWithPath: path)
+        guard let directory = realpath(url.deletingLastPathComponent().path, nil) else { return path }
+        defer { free(directory) }
+        return URL(fileURLWithPath: String(cString: directory)).appendingPathComponent(url.lastPathComponent).path
+    }
 
     /// The process id written in the lock file, if it reads as one.
     private static func holder(_ descriptor: Int32) -> Int32? {

@@ -38,6 +38,33 @@ import Testing
         #expect(try second.load(id: "a") != nil)
     }
 
+    @Test func anotherNameForTheStoreFindsItInUse() throws {
+        let first = try SQLiteSessionStore(path: path(), historyCapacity: 8)
+        _ = try first.commit([.create(id: "a", type: "counter", state: bytes(#"{"value":0}"#), lastActivity: 0)])
+        try FileManager.default.createDirectory(atPath: path("elsewhere"), withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: path("elsewhere/link.sqlite"), withDestinationPath: path())
+        try FileManager.default.createSymbolicLink(atPath: path("directory-link"), withDestinationPath: scratch.path(""))
+        try FileManager.default.linkItem(atPath: path(), toPath: path("elsewhere/hard.sqlite"))
+        for (other, says) in [
+            (path("elsewhere/link.sqlite"), "(pid \(getpid()))"), (path("directory-link/sessions.sqlite"), "(pid \(getpid()))"),
+            (path("elsewhere/hard.sqlite"), "which opened it under another name (a hard link)"),
+        ] {
+            #expect {
+                _ = try SQLiteSessionStore(path: other, historyCapacity: 8)
+            } throws: { error in
+                let message = (error as? SessionStoreError)?.message ?? ""
+                return message.contains("\(other) is in use by another process") && message.contains(says)
+            }
+        }
+        // Nothing beside the hard link was made: SQLite never opened it.
+        #expect(!FileManager.default.fileExists(atPath: path("elsewhere/hard.sqlite-wal")))
+        #expect(try first.load(id: "a")?.version == 0)
+        first.close()
+        let linked = try SQLiteSessionStore(path: path("elsewhere/link.sqlite"), historyCapacity: 8)
+        defer { linked.close() }
+        #expect(try linked.load(id: "a") != nil)
+    }
+
     @Test func closingLetsGoOfTheStoreThoughAChildProcessHoldsACopyOfItsLock() throws {
         let first = try SQLiteSessionStore(path: path(), historyCapacity: 8)
         // A process started meanwhile holds a copy of every descriptor until it executes its

@@ -760,6 +760,39 @@ def test_restore_puts_a_backup_back_and_keeps_the_store_it_replaces(start_server
     assert path.read_bytes() == before
 
 
+def test_copy_and_restore_leave_a_file_that_is_not_a_session_store_as_it_was(start_server, tmp_path):
+    store = fresh_store()
+    server = start_server("--counter-delay-ms", "0", store=store)
+    server.create("counter")
+    assert server.stop() == 0
+    backup = tmp_path / "backup.sqlite"
+    taken = subprocess.run([str(server_binary()), "backup", "--store", store, str(backup)],
+                           capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 0, taken
+
+    # An empty file is no store to copy from: refused, and not made into one.
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    copied = subprocess.run([str(server_binary()), "copy", "--store", f"sqlite:{empty}", f"sqlite:{tmp_path / 'copy.sqlite'}"],
+                            capture_output=True, text=True, timeout=60)
+    assert copied.returncode != 0 and "holds no session store" in copied.stderr, copied
+    assert empty.stat().st_size == 0
+    assert not (tmp_path / "copy.sqlite").exists()
+
+    # Another application's database is not a store to restore over: refused, and not moved aside.
+    application = tmp_path / "app.db"
+    with sqlite3.connect(application) as database:
+        database.execute("CREATE TABLE notes (text TEXT)")
+        database.execute("INSERT INTO notes VALUES ('keep me')")
+    database.close()
+    before = application.read_bytes()
+    restored = subprocess.run([str(server_binary()), "restore", "--store", f"sqlite:{application}", str(backup)],
+                              capture_output=True, text=True, timeout=60)
+    assert restored.returncode != 0 and "a SQLite database of something else" in restored.stderr, restored
+    assert application.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("app.db")) == ["app.db"]
+
+
 def test_compact_gives_the_pages_of_deleted_sessions_back_and_keeps_the_rest(start_server):
     store = fresh_store()
     path = Path(store.removeprefix("sqlite:"))

@@ -59,9 +59,7 @@ struct CopyCommand: ParsableCommand {
         case .memory:
             throw SessionStoreError(.unavailable, "--store memory keeps nothing, so there is nothing to copy")
         case .sqlite(let path, _):
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw SessionStoreError(.unavailable, "there is no session store at \(path)")
-            }
+            try SQLiteSessionStore.requireStore(at: path)
             return try SQLiteSessionStore(path: path, historyCapacity: SessionCopy.wholeHistory)
         case .postgres(let location):
             return try PostgresSessionStore(
