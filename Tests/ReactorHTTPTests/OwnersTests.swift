@@ -4,6 +4,7 @@ import ReactorCore
 import ReactorExamples
 import ReactorHTTP
 import ReactorHosting
+import TestSupport
 import Testing
 
 /// Owners: with an `Authenticator`, a session belongs to the subject that created it. No valid
@@ -26,9 +27,15 @@ import Testing
             case "token-kelvin": return "\u{212A}elly"
             case "token-root-combining": return "roo\u{74}\u{307}"
             case "token-bob-nul": return "bob\u{0}"
+            case "token-brief": return "alice"
             case "expired": throw AuthenticationFailure("the token has expired")
             default: throw AuthenticationFailure("unknown token")
             }
+        }
+
+        /// "token-brief" expires 300 ms after it is presented; the others never do.
+        func credentialsExpiry(of request: AuthenticationRequest) -> Date? {
+            request.token == "token-brief" ? Date().addingTimeInterval(0.3) : nil
         }
     }
 
@@ -199,6 +206,51 @@ import Testing
         // The header wins over the cookie.
         let both = ["Cookie": "reactor_token=token-a"].merging(Self.bob) { $1 }
         #expect(try await client.get("/reactors/\(id)", headers: both).status == 404)
+        // A token in the header and another in the query: which one counts depends on who reads
+        // it, so neither does.
+        let twice = try await client.get("/reactors/\(id)?access_token=token-a", headers: Self.bob)
+        #expect(twice.status == 400)
+        #expect(twice.header("WWW-Authenticate")?.contains(#"error="invalid_request""#) == true)
+    }
+
+    @Test func aStreamEndsWhenItsCredentialsExpireWithoutSayingTheInstanceEnded() async throws {
+        let server = Self.server { _, configuration in configuration.heartbeatInterval = .milliseconds(50) }
+        try server.start()
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        let id = try await client.create("counter", headers: Self.alice)
+        let url = "http://127.0.0.1:\(server.port)/reactors/\(id)/events"
+        let lasting = try EventStreamClient(url: url, headers: Self.alice)
+        let brief = try EventStreamClient(url: url, headers: ["Authorization": "Bearer token-brief"])
+        await lasting.wait { $0.count == 1 }
+        let ended = await brief.waitForEnd()
+        #expect(brief.isFinished)
+        #expect(ended.map(\.name) == ["state"], "\(ended.map(\.name))")
+        // The stream opened with lasting credentials goes on.
+        #expect(try await client.post("/reactors/\(id)/actions", #""increase""#, headers: Self.alice).status == 202)
+        let later = await lasting.wait { $0.count >= 2 }
+        #expect(later.count >= 2)
+        #expect(!lasting.isFinished)
+        lasting.stop()
+    }
+
+    @Test func twoAuthorizationHeadersAreRefusedWhicheverComesFirst() async throws {
+        let server = Self.server()
+        try server.start()
+        defer { server.shutdown() }
+        let client = HTTPClient(base: "http://127.0.0.1:\(server.port)")
+        let id = try await client.create("counter", headers: Self.alice)
+        for pair in [("token-a", "token-b"), ("token-b", "token-a"), ("token-a", "token-a")] {
+            let connection = try #require(RawConnection(port: server.port))
+            #expect(
+                connection.send(
+                    "GET /reactors/\(id) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(pair.0)\r\nAuthorization: Bearer \(pair.1)\r\nConnection: close\r\n\r\n"
+                ))
+            let reply = connection.receiveAll()
+            #expect(reply.hasPrefix("HTTP/1.1 400"), "\(pair): \(reply.prefix(80))")
+            #expect(reply.contains("more than one Authorization header"))
+            #expect(reply.contains(#"error="invalid_request""#))
+        }
     }
 
     @Test func subjectsUnicodeCallsEquivalentAreDifferentOwnersAndAControlCharacterIsRefused() async throws {

@@ -1,7 +1,9 @@
 import Foundation
 import JWTKit
+import MicroHTTP
 import Testing
 
+@testable import ReactorHTTP
 @testable import ReactorServerKit
 
 /// `--auth jwt`'s verification, on tokens jwt-kit signs, with the clock injected: what a token
@@ -110,6 +112,14 @@ import Testing
         #expect(Self.refusal(numbered, by: authenticator) == "the token's key id (kid) is not a string")
         let listed = try await Self.sign(Self.payload(), header: ["kid": .array([.string("a")])])
         #expect(Self.refusal(listed, by: authenticator) == "the token's key id (kid) is not a string")
+    }
+
+    @Test func aTokensCredentialsExpireAtItsExpiryPlusTheLeeway() async throws {
+        let authenticator = try await Self.authenticator(leeway: .seconds(30))
+        let token = try await Self.sign(Self.payload(exp: 300))
+        let request = AuthenticationRequest(HTTPRequest(method: .GET, target: "/reactors/x/events"), token: token)
+        #expect(authenticator.credentialsExpiry(of: request) == Self.now.addingTimeInterval(330))
+        #expect(authenticator.credentialsExpiry(of: AuthenticationRequest(HTTPRequest(method: .GET, target: "/"), token: nil)) == nil)
     }
 
     @Test func replacedKeysTakeOverAtOnce() async throws {

@@ -1,3 +1,4 @@
+import Foundation
 import MicroHTTP
 
 /// Tells who sends a request: maps it to a *subject* (a user, a service account), or refuses
@@ -26,6 +27,19 @@ public protocol Authenticator: Sendable {
     /// `401`). Throws when it carries credentials that are not valid (also `401`, with the
     /// failure's reason as its detail).
     func authenticate(_ request: AuthenticationRequest) throws(AuthenticationFailure) -> String?
+
+    /// When the credentials of `request`, which ``authenticate(_:)`` accepted, stop being valid
+    /// (a token's expiry, with any leeway); nil when they do not expire, which the default
+    /// implementation answers. An event stream opened with them ends then (within a heartbeat
+    /// interval): its client reconnects with `Last-Event-ID`, as after any dropped connection,
+    /// and authenticates anew, so a stream outlives its credentials no more than a request does.
+    /// Asked only when a stream opens.
+    func credentialsExpiry(of request: AuthenticationRequest) -> Date?
+}
+
+extension Authenticator {
+    /// Nil: the credentials do not expire, and streams opened with them last.
+    public func credentialsExpiry(of request: AuthenticationRequest) -> Date? { nil }
 }
 
 /// Why an ``Authenticator`` refused a request's credentials: an expired token, a bad signature,

@@ -1,3 +1,4 @@
+import Foundation
 import MicroHTTP
 import ReactorHosting
 
@@ -66,13 +67,39 @@ extension ReactorService {
         return Caller(subject: subject, isAdmin: isAdmin)
     }
 
+    /// When the credentials of `request`, which ``caller(of:for:)`` accepted, expire (see
+    /// ``Authenticator/credentialsExpiry(of:)``); nil when they do not, or nobody is authenticated.
+    func credentialsExpiry(of request: HTTPRequest) throws(Problem) -> ContinuousClock.Instant? {
+        guard let authentication = configuration.authentication else { return nil }
+        let token = try Self.token(of: request, authentication)
+        if let adminToken = authentication.adminToken, let token, Self.constantTimeEquals(token, adminToken) { return nil }
+        guard let expiry = authentication.authenticator.credentialsExpiry(of: AuthenticationRequest(request, token: token)) else {
+            return nil
+        }
+        // Past: at once. Further than a century (or not a number): never.
+        let seconds = max(0, expiry.timeIntervalSinceNow)
+        guard seconds < 3_155_760_000 else { return nil }
+        return ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    }
+
     /// The bearer token `request` carries: from its `Authorization` header, else the cookie,
     /// else (where allowed) `?access_token=`. Throws `401` for a `Bearer` header without a
-    /// well-formed token.
+    /// well-formed token, and `400` for a request whose credentials say two things: two
+    /// `Authorization` headers, or a token both in the header and in the query (RFC 6750 §3.1,
+    /// `invalid_request`), where a proxy and the server could each take another one.
     private static func token(of request: HTTPRequest, _ authentication: AuthenticationConfiguration) throws(Problem) -> String? {
-        if let header = request.headers["Authorization"] {
+        let headers = request.headers.values(for: "Authorization")
+        guard headers.count <= 1 else {
+            throw Problem.ambiguousCredentials(realm: authentication.realm, "the request has more than one Authorization header")
+        }
+        if let header = headers.first {
             switch RequestCredentials.authorization(header) {
-            case .bearer(let token): return token
+            case .bearer(let token):
+                if authentication.acceptsQueryToken, request.query["access_token"] != nil {
+                    throw Problem.ambiguousCredentials(
+                        realm: authentication.realm, "the request carries a token both in its Authorization header and in its query")
+                }
+                return token
             case .malformedBearer:
                 throw Problem.unauthenticated(
                     realm: authentication.realm, refusal: "the Authorization header is not 'Bearer <token>'")
@@ -112,6 +139,14 @@ extension Problem {
             detail: refusal.map { "the request's credentials were refused: \($0)" }
                 ?? "this route needs credentials: a bearer token (Authorization: Bearer …)")
         problem.challenge = challenge
+        return problem
+    }
+
+    /// `400` for credentials that say two things (RFC 6750 §3.1's `invalid_request`), with a
+    /// `WWW-Authenticate: Bearer` challenge naming the error.
+    static func ambiguousCredentials(realm: String, _ detail: String) -> Problem {
+        var problem = Problem(status: 400, kind: "bad-request", title: "Bad Request", detail: detail)
+        problem.challenge = "Bearer realm=\"\(quotable(realm))\", error=\"invalid_request\", error_description=\"\(quotable(detail))\""
         return problem
     }
 

@@ -16,7 +16,7 @@ public struct Problem: Error, Sendable, Equatable {
     public var detail: String
     /// Seconds after which a retry may succeed (sent as `Retry-After`).
     public var retryAfter: Int?
-    /// The `WWW-Authenticate` challenge of a `401`.
+    /// The `WWW-Authenticate` challenge of a `401` (or of a `400` for ambiguous credentials).
     var challenge: String?
 
     /// Creates a problem.

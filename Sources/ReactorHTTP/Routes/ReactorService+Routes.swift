@@ -151,7 +151,8 @@ extension ReactorService {
         if let traces = instance.traces { onWrite = { traces.wrote(version: $0) } }
         let subscriber = EventSubscriber(
             timeline: instance.timeline, resumingAfter: lastEventID, format: format,
-            retryMilliseconds: configuration.retryMilliseconds, onWrite: onWrite
+            retryMilliseconds: configuration.retryMilliseconds, credentialsExpire: try credentialsExpiry(of: request),
+            onWrite: onWrite
         ) {
             self.openStreams.wrappingSubtract(1, ordering: .relaxed)
             instance.touch()

@@ -47,17 +47,22 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private let progress: Locked<Progress>
     private let onClose: @Sendable () -> Void
     private let onWrite: (@Sendable (_ version: UInt64) -> Void)?
+    /// When the credentials the stream was opened with expire: it ends then (within a
+    /// heartbeat interval, when the connection next asks for bytes). Nil: never.
+    private let credentialsExpire: ContinuousClock.Instant?
 
     /// - Parameters:
     ///   - resumingAfter: the client's `Last-Event-ID`, if any.
     ///   - onClose: called once when the stream closes, for any reason.
     ///   - onWrite: told the newest version each chunk handed to the connection holds (tracing).
     ///   - format: whole states, or patches from the state sent before.
+    ///   - credentialsExpire: when the credentials it was opened with expire; nil: never.
     init(
         timeline: StateTimeline, resumingAfter lastEventID: UInt64?, format: EventFormat = .states,
-        retryMilliseconds: Int, onWrite: (@Sendable (_ version: UInt64) -> Void)? = nil,
-        onClose: @escaping @Sendable () -> Void
+        retryMilliseconds: Int, credentialsExpire: ContinuousClock.Instant? = nil,
+        onWrite: (@Sendable (_ version: UInt64) -> Void)? = nil, onClose: @escaping @Sendable () -> Void
     ) {
+        self.credentialsExpire = credentialsExpire
         self.timeline = timeline
         self.format = format
         self.retryMilliseconds = retryMilliseconds
@@ -111,9 +116,14 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
         let (latest, endReason) = timeline.current
         let ending: StreamEndReason? = stream.isShuttingDown ? (endReason ?? .shutdown) : endReason
         let missed = catchUp(to: latest)
+        let expired = credentialsExpire.map { ContinuousClock.now >= $0 } ?? false
         return progress.withLock { progress -> HTTPStreamChunk in
             progress.stream = stream
             if progress.sentEnd { return .end }
+            if expired, ending == nil {
+                progress.sentEnd = true
+                return .bytes(ServerSentEvents.credentialsExpired)
+            }
             var bytes: [UInt8] = []
             if !progress.sentPrelude {
                 progress.sentPrelude = true

@@ -16,6 +16,11 @@ enum ServerSentEvents {
     /// `Last-Event-ID` the history no longer holds). Clients that read comments see the jump
     /// explicitly; others see it from the versions, which grow by one per state.
     static let snapshotMarker: [UInt8] = Array(": snapshot\n".utf8)
+    /// The last bytes of a stream whose credentials expired: a comment, so that the stream ends
+    /// as a dropped connection does, and its client reconnects (with `Last-Event-ID`) and
+    /// authenticates anew. (`event: end` would tell it the instance is gone.)
+    static let credentialsExpired: [UInt8] = Array(
+        ": the credentials this stream was opened with have expired; reconnect with new ones\n\n".utf8)
 
     /// `id: <version>` / `event: state` / `data: <json>`: a state's event, built once per version
     /// and kept with it, so in one buffer of its final size.

@@ -54,6 +54,14 @@ final class JWTAuthenticator: Authenticator {
         return try subject(of: token)
     }
 
+    /// The token's `exp` and the leeway: until then ``authenticate(_:)`` accepts it.
+    func credentialsExpiry(of request: AuthenticationRequest) -> Date? {
+        guard let token = request.token,
+            let expiry = (try? DefaultJWTParser().parse(Array(token.utf8), as: Claims.self))?.payload.exp?.value
+        else { return nil }
+        return expiry.addingTimeInterval(TimeInterval(requirements.leeway.components.seconds))
+    }
+
     /// The subject of a valid token; throws why it is not one.
     func subject(of token: String) throws(AuthenticationFailure) -> String {
         let bytes = Array(token.utf8)
