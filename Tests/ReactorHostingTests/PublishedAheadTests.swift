@@ -80,6 +80,47 @@ import Testing
         #expect(committer.enqueueAcknowledged(.touch(id: "session-1", lastActivity: 3)) == nil)
     }
 
+    @Test func asyncWritesWhoseCommitFailsAreKeptAndCommittedOnceTheStoreTakesThemAgain() async throws {
+        // A full disk: every commit fails until the test frees it.
+        let full = Locked(true)
+        let attempts = Locked(0)
+        let retried = DispatchSemaphore(value: 0)
+        let failing = HookedStore(
+            store,
+            beforeCommit: { (_: [SessionWrite]) throws(SessionStoreError) in
+                let attempt = attempts.withLock { count in
+                    count += 1
+                    return count
+                }
+                let isFull = full.withLock { $0 }
+                if attempt == 3 { retried.signal() }
+                if isFull { throw SessionStoreError(.unavailable, "the disk is full") }
+            })
+        let dropped = Locked<Set<String>>([])
+        let committer = GroupCommitter(
+            store: failing, durability: .async(flushInterval: .milliseconds(1)), logger: Logger(label: "test"),
+            retryPause: .milliseconds(20), failedInstances: { ids in dropped.withLock { $0.formUnion(ids) } })
+        defer { committer.stop() }
+        // Acknowledged at once, as async acknowledges: a session and two versions of it.
+        let acknowledged = Locked(0)
+        for write in [
+            SessionWrite.create(id: "s", type: "counter", state: state(value: 0, isLoading: false), lastActivity: 0),
+            .version(id: "s", version: 1, state: state(value: 1, isLoading: false), startedThrough: 1, producedBy: 1, lastActivity: 1),
+        ] {
+            committer.enqueue(write) { outcome in if outcome == .committed { acknowledged.withLock { $0 += 1 } } }
+        }
+        #expect(acknowledged.withLock { $0 } == 2)
+        // Failed, and tried again, twice: nothing given up.
+        #expect(retried.wait(timeout: .now() + 20) == .success)
+        #expect(dropped.withLock { $0 }.isEmpty)
+        #expect(try store.load(id: "s") == nil)
+        // Space comes back: the same writes reach the store, and nothing was dropped.
+        full.withLock { $0 = false }
+        await withCheckedContinuation { done in committer.afterCommit { done.resume() } }
+        #expect(try store.load(id: "s")?.version == 1)
+        #expect(dropped.withLock { $0 }.isEmpty)
+    }
+
     @Test func aSessionsWritesAfterOneThatWaitsWaitTooAndOtherSessionsDoNot() async throws {
         let gated = CommitGate()
         let committer = GroupCommitter(

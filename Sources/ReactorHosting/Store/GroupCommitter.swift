@@ -34,11 +34,14 @@ import Synchronization
 /// longer is committed as a record when the wait ends, and the next actions of its session are
 /// not waited for until one of them settles within the window.
 ///
-/// When a commit fails (a full disk, a store gone away) the whole batch fails: completions hear
-/// `false` (nothing of it was acknowledged), and the instances it touched are dropped from memory
-/// (``failedInstances``), so that memory never runs ahead of the store; their next request loads
-/// them as last committed. For ``retryPause`` after a failure ``lastError`` is set and new work
-/// should be refused; then writes are tried again, and service resumes once one commits.
+/// When a commit fails (a full disk, a store gone away), with ``Durability/sync`` the whole batch
+/// fails: completions hear `false` (nothing of it was acknowledged), and the instances it touched
+/// are dropped from memory (``failedInstances``), so that memory never runs ahead of the store;
+/// their next request loads them as last committed. With ``Durability/async`` the batch's writes
+/// were acknowledged already: the thread keeps them, and tries the same batch again every
+/// ``retryPause`` until the store takes it; only a damaged store, or stopping, gives them up (and
+/// drops their instances as above). Either way, for ``retryPause`` after a failure ``lastError``
+/// is set and new work should be refused; service resumes once a commit succeeds.
 package final class GroupCommitter: Sendable {
     private struct Queue {
         var writes: QueuedBatch
@@ -549,9 +552,17 @@ package final class GroupCommitter: Sendable {
         }
     }
 
-    /// Commits one batch; on failure reports it and has the instances it touched dropped.
+    /// Commits one batch; on failure reports it and, unless it tries again (async: see the
+    /// type's description), has the instances it touched dropped.
     /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
     private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
+        while true {
+            if let outcome = commitOnce(writes) { return outcome }
+        }
+    }
+
+    /// One try of ``commit(_:)``; nil when the batch is to be tried again.
+    private func commitOnce(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>)? {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             let stale = try store.commit(writes)
@@ -576,18 +587,39 @@ package final class GroupCommitter: Sendable {
                 }
                 return queue.lastError == nil
             }
+            let metadata: Logger.Metadata = ["error": "\(error)", "writes": "\(writes.count)"]
             if error.kind == .corrupt {
                 logger.critical(
                     "the session store is damaged: a commit failed and was not acknowledged; stop the server and restore the store from a backup",
-                    metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+                    metadata: metadata)
+            } else if !isSync {
+                if first {
+                    logger.error(
+                        "session store commit failed: its writes, acknowledged already (async durability), are kept and tried again every \(retryPause); new work is refused meanwhile",
+                        metadata: metadata)
+                }
+                if pauseBeforeRetrying() { return nil }
+                logger.error(
+                    "stopping while the session store fails: writes acknowledged (async durability) but never committed are lost",
+                    metadata: metadata)
             } else if first {
                 logger.error(
-                    "session store commit failed: the batch was not acknowledged; new work is refused for a while",
-                    metadata: ["error": "\(error)", "writes": "\(writes.count)"])
+                    "session store commit failed: the batch was not acknowledged; new work is refused for a while", metadata: metadata)
             }
             drop(Set(writes.map(\.instanceID)), outcome: .failed, by: failedInstances)
             return (false, [])
         }
+    }
+
+    /// Waits ``retryPause`` before a failed batch is tried again. False when the committer is
+    /// stopping, which tries nothing again.
+    private func pauseBeforeRetrying() -> Bool {
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: retryPause.nanoseconds))
+        while !queue.withLock({ $0.isStopping }) {
+            // Woken early by new writes (and by stop): only the deadline or stopping ends the pause.
+            if wake.wait(timeout: deadline) == .timedOut { return !queue.withLock { $0.isStopping } }
+        }
+        return false
     }
 
     /// Has the instances of `ids` dropped by `dropping`, with nothing more of theirs committed:
