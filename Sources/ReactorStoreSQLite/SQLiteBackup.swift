@@ -42,6 +42,8 @@ public enum SQLiteBackup {
     ) throws(SessionStoreError) -> Summary {
         let store = try StoreFileCopy.openStore(source)
         if StoreFileCopy.exists(destination) { throw alreadyExists(destination) }
+        // As copy, restore and serve do: the directory is made when missing.
+        try SQLiteSessionStore.makeDirectory(of: destination)
         let partial = "\(destination).partial-\(getpid())"
         let sessions = try StoreFileCopy.write(store, to: partial)
         do throws(SessionStoreError) {

@@ -46,7 +46,8 @@ public enum SQLiteRestore {
     /// - Parameter now: the time named in the kept store's file name.
     /// - Throws: ``SessionStoreError`` naming the file and what is wrong; nothing changed then.
     public static func restore(from backup: String, to store: String, now: Date = Date()) throws(SessionStoreError) -> Summary {
-        guard URL(fileURLWithPath: backup).standardizedFileURL != URL(fileURLWithPath: store).standardizedFileURL else {
+        // Through any symbolic link.
+        guard StoreFileLock.realPath(backup) != StoreFileLock.realPath(store) else {
             throw SessionStoreError(.unavailable, "\(backup) is the store itself; restore from a backup of it")
         }
         let source = try StoreFileCopy.openStore(backup)

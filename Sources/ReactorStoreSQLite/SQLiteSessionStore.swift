@@ -97,6 +97,7 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
     /// Refuses an existing file that does not start as a SQLite database, before SQLite opens
     /// it (and before anything could be written to it).
     private static func checkFile(at path: String) throws(SessionStoreError) {
+        try refuseDirectory(path)
         try makeDirectory(of: path)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             if FileManager.default.fileExists(atPath: path) {
@@ -109,6 +110,14 @@ public final class SQLiteSessionStore: SessionStore, SessionExporting {
         guard header.isEmpty || header == Data("SQLite format 3\0".utf8) else {
             throw SessionStoreError(
                 .corrupt, "\(path) is not a SQLite database (its first bytes are not SQLite's header); it was left untouched")
+        }
+    }
+
+    /// Throws when `path` is a directory: a store is a file (SQLite would say only "disk I/O error").
+    static func refuseDirectory(_ path: String) throws(SessionStoreError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw SessionStoreError(.unavailable, "\(path) is a directory; a session store is a file (such as \(path)/sessions.sqlite)")
         }
     }
 

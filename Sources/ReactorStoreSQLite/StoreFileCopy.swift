@@ -16,6 +16,7 @@ enum StoreFileCopy {
     /// Opens the store at `source` (only to read it when `readOnly`), refusing a missing file or
     /// one that is not a session store.
     static func openStore(_ source: String, readOnly: Bool = false) throws(SessionStoreError) -> SQLiteConnection {
+        try SQLiteSessionStore.refuseDirectory(source)
         guard FileManager.default.fileExists(atPath: source) else {
             throw SessionStoreError(.unavailable, "there is no session store at \(source)")
         }
@@ -41,7 +42,12 @@ enum StoreFileCopy {
         do throws(SessionStoreError) {
             // `VACUUM INTO` writes into an empty file.
             let quoted = destination.replacingOccurrences(of: "'", with: "''")
-            try store.execute("VACUUM INTO '\(quoted)'")
+            do {
+                try store.execute("VACUUM INTO '\(quoted)'")
+            } catch  where error.kind == .full {
+                // SQLite names the connection's file, the store, which is only read here.
+                throw SessionStoreError(.full, "cannot write \(destination): its disk is full; \(store.path) is left as it was")
+            }
             if let prepare {
                 // Closed before the check: whatever it wrote is in the file then.
                 try prepare(try SQLiteConnection(path: destination, create: false))

@@ -39,6 +39,21 @@ import Testing
         #expect(try copy.load(id: "s2")?.state == Array(#"{"value":2}"#.utf8))
     }
 
+    @Test func aBackupMakesItsDirectoryAndADirectoryIsNoStoreToBackUp() throws {
+        let nested = scratch.path("backups/2026/sessions.sqlite")
+        #expect(try SQLiteBackup.copy(from: source, to: nested).sessions == 3)
+        #expect {
+            _ = try SQLiteBackup.copy(from: scratch.path("backups"), to: scratch.path("other.sqlite"))
+        } throws: { error in
+            (error as? SessionStoreError)?.message.contains("\(scratch.path("backups")) is a directory") == true
+        }
+        #expect {
+            _ = try SQLiteSessionStore(path: scratch.path("backups"), historyCapacity: 8)
+        } throws: { error in
+            (error as? SessionStoreError)?.message.contains("is a directory; a session store is a file") == true
+        }
+    }
+
     @Test func aBackupCutOffBeforeItsNameLeavesNoFileUnderIt() throws {
         #expect(throws: SessionStoreError.self) {
             _ = try SQLiteBackup.copy(from: source, to: destination) { () throws(SessionStoreError) in

@@ -52,14 +52,20 @@ import Testing
         // In use (the store above is open), the store itself, not a store at all.
         let notAStore = path("notes.txt")
         #expect(FileManager.default.createFile(atPath: notAStore, contents: Data("notes\n".utf8)))
-        for (source, reason) in [(backup, "in use by another process"), (store, "is the store itself"), (notAStore, "not a database")] {
+        let linked = path("link.sqlite")
+        try FileManager.default.createSymbolicLink(atPath: linked, withDestinationPath: store)
+        for (source, reason) in [
+            (backup, "in use by another process"), (store, "is the store itself"), (linked, "is the store itself"),
+            (notAStore, "not a database"),
+        ] {
             #expect {
                 _ = try SQLiteRestore.restore(from: source, to: store)
             } throws: { error in
                 (error as? SessionStoreError)?.message.contains(reason) == true
             }
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == (files + ["notes.txt"]).sorted())
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == (files + ["link.sqlite", "notes.txt"]).sorted())
         #expect(try old.load(id: "a") != nil)
         old.close()
     }
