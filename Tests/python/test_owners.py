@@ -183,6 +183,32 @@ def test_another_subjects_session_is_404_on_every_route_as_an_unknown_id(start_s
     assert first_state(server.events(instance, headers=alice))["value"] == 1
 
 
+def test_a_stream_ends_when_its_token_expires_and_one_with_a_later_token_goes_on(start_server, keys):
+    server = start_server(
+        "--auth", "jwt", "--jwks-file", str(keys.jwks_file), "--jwt-audience", AUDIENCE, "--jwt-issuer", ISSUER,
+        "--jwt-leeway-s", "0", "--heartbeat-s", "1")
+    lasting = bearer(keys.token("alice"))
+    instance = server.request("POST", "/reactors", {"type": "counter"}, headers=lasting).json()["id"]
+    brief = server.events(instance, headers=bearer(keys.token("alice", lifetime=2)))
+    going_on = server.events(instance, headers=lasting)
+    try:
+        assert brief.status == 200 and going_on.status == 200
+        seen, deadline = [], time.monotonic() + 15
+        while (event := brief.next(timeout=15, include_comments=True)) is not None:
+            seen.append(event)
+            assert time.monotonic() < deadline, f"the stream went on past its token's expiry: {seen[-3:]}"
+        # Ended as a dropped connection ends, saying why in a comment; no `event: end`, which
+        # would tell the client the instance is gone.
+        assert seen[-1].event == "comment" and "credentials this stream was opened with have expired" in seen[-1].comment, seen
+        assert "end" not in [event.event for event in seen]
+        # The stream opened with a token that has not expired goes on.
+        assert server.request("POST", f"/reactors/{instance}/actions", '"increase"', headers=lasting).status == 202
+        going_on.states_until(lambda state: state["value"] == 1)
+    finally:
+        brief.close()
+        going_on.close()
+
+
 def test_keys_rotate_through_the_jwks_file_without_a_restart(start_server, keys):
     server = start_jwt_server(start_server, keys)
     old = keys.token(kid="r1")
