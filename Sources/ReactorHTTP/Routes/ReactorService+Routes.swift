@@ -136,6 +136,8 @@ extension ReactorService {
         guard let instance = try self.instance(for: request, scope) else { return .needsStore }
         let lastEventID = try Self.lastEventID(request)
         let format = try Self.eventFormat(request.query["format"])
+        // Before the stream is counted: nothing may throw once it is.
+        let credentialsExpire = try credentialsExpiry(of: request)
         let headers: HTTPHeaders = [
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
@@ -151,8 +153,7 @@ extension ReactorService {
         if let traces = instance.traces { onWrite = { traces.wrote(version: $0) } }
         let subscriber = EventSubscriber(
             timeline: instance.timeline, resumingAfter: lastEventID, format: format,
-            retryMilliseconds: configuration.retryMilliseconds, credentialsExpire: try credentialsExpiry(of: request),
-            onWrite: onWrite
+            retryMilliseconds: configuration.retryMilliseconds, credentialsExpire: credentialsExpire, onWrite: onWrite
         ) {
             self.openStreams.wrappingSubtract(1, ordering: .relaxed)
             instance.touch()
