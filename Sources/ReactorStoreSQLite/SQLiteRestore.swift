@@ -81,9 +81,7 @@ public enum SQLiteRestore {
         guard StoreFileCopy.exists(store), let replaced = try? SQLiteConnection(path: store, create: false, readOnly: true) else {
             return
         }
-        let tables = try? replaced.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
-        defer { tables?.reset() }
-        guard let tables, (try? tables.next()) == true, tables.int64(0) > 0 else { return }
+        guard let tables = try? SQLiteSchema.tableCount(replaced), tables > 0 else { return }
         if let refusal = try? SQLiteSchema.refusal(of: replaced) {
             throw SessionStoreError(.corrupt, "nothing was restored: \(refusal)")
         }

@@ -140,16 +140,20 @@ enum SQLiteSchema {
     /// Refuses a database that holds tables but is not a session store, or a newer one; and an
     /// empty one unless `allowingEmpty` (a new store starts empty).
     static func check(_ connection: SQLiteConnection, allowingEmpty: Bool = true) throws(SessionStoreError) {
-        let tables = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
-        defer { tables.reset() }
-        guard try tables.next() else { return }
-        if tables.int64(0) == 0 {
+        if try tableCount(connection) == 0 {
             guard allowingEmpty else {
                 throw SessionStoreError(.corrupt, "\(connection.path) holds no session store (no tables)")
             }
             return
         }
         if let refusal = try refusal(of: connection) { throw SessionStoreError(.corrupt, refusal) }
+    }
+
+    /// How many tables the database open on `connection` holds.
+    static func tableCount(_ connection: SQLiteConnection) throws(SessionStoreError) -> Int64 {
+        let tables = try connection.statement("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        defer { tables.reset() }
+        return try tables.next() ? tables.int64(0) : 0
     }
 
     /// Why a database with tables is not a store this build may use: another application made

@@ -45,29 +45,22 @@ final class StoreFileLock: Sendable {
                 .unavailable,
                 "cannot open the session store \(storePath): cannot create its lock file \(path): \(String(cString: strerror(errno)))")
         }
-        do {
+        var file: Int32 = -1
+        do throws(SessionStoreError) {
             try Self.lock(opened, of: storePath, through: path) { Self.holder(opened).map { " (pid \($0))" } ?? "" }
+            // Read-only is enough for flock, and a store that does not exist yet has no other name.
+            file = open(database, O_RDONLY | O_CLOEXEC | (creating ? O_CREAT : 0), 0o600)
+            if file < 0 && creating {
+                throw SessionStoreError(.unavailable, "cannot create the session store \(storePath): \(String(cString: strerror(errno)))")
+            }
+            if file >= 0 {
+                try Self.lock(file, of: storePath, through: database) { ", which opened it under another name (a hard link)" }
+            }
         } catch {
-            close(opened)
-            throw error
-        }
-        // Read-only is enough for flock, and a store that does not exist yet has no other name.
-        let file = open(database, O_RDONLY | O_CLOEXEC | (creating ? O_CREAT : 0), 0o600)
-        if file < 0 && creating {
-            let reason = errno
+            if file >= 0 { close(file) }
             flock(opened, LOCK_UN)
             close(opened)
-            throw SessionStoreError(.unavailable, "cannot create the session store \(storePath): \(String(cString: strerror(reason)))")
-        }
-        if file >= 0 {
-            do {
-                try Self.lock(file, of: storePath, through: database) { ", which opened it under another name (a hard link)" }
-            } catch {
-                close(file)
-                flock(opened, LOCK_UN)
-                close(opened)
-                throw error
-            }
+            throw error
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(opened, 0)
