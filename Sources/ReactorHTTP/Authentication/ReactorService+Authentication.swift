@@ -20,6 +20,8 @@ struct Caller: Sendable {
     let subject: String?
     /// Whether the caller reaches every session and the admin routes.
     let isAdmin: Bool
+    /// The bearer token the subject was authenticated with, if any (for its expiry).
+    var token: String? = nil
 
     /// Anybody, when the service authenticates nobody: the id is the only credential.
     static let anyone = Caller(subject: nil, isAdmin: true)
@@ -64,18 +66,16 @@ extension ReactorService {
         if access == .admin && !isAdmin {
             throw Problem.forbidden("this route is for an admin; the subject of this request is not one")
         }
-        return Caller(subject: subject, isAdmin: isAdmin)
+        return Caller(subject: subject, isAdmin: isAdmin, token: token)
     }
 
-    /// When the credentials of `request`, which ``caller(of:for:)`` accepted, expire (see
-    /// ``Authenticator/credentialsExpiry(of:)``); nil when they do not, or nobody is authenticated.
-    func credentialsExpiry(of request: HTTPRequest) throws(Problem) -> ContinuousClock.Instant? {
-        guard let authentication = configuration.authentication else { return nil }
-        let token = try Self.token(of: request, authentication)
-        if let adminToken = authentication.adminToken, let token, Self.constantTimeEquals(token, adminToken) { return nil }
-        guard let expiry = authentication.authenticator.credentialsExpiry(of: AuthenticationRequest(request, token: token)) else {
-            return nil
-        }
+    /// When the credentials `caller` sent `request` with expire (see
+    /// ``Authenticator/credentialsExpiry(of:)``); nil when they do not, or nobody is authenticated
+    /// (no service authentication, or the admin token).
+    func credentialsExpiry(of request: HTTPRequest, by caller: Caller) -> ContinuousClock.Instant? {
+        guard let authentication = configuration.authentication, caller.subject != nil,
+            let expiry = authentication.authenticator.credentialsExpiry(of: AuthenticationRequest(request, token: caller.token))
+        else { return nil }
         // Past: at once. Further than a century (or not a number): never.
         let seconds = max(0, expiry.timeIntervalSinceNow)
         guard seconds < 3_155_760_000 else { return nil }

@@ -136,8 +136,7 @@ extension ReactorService {
         guard let instance = try self.instance(for: request, scope) else { return .needsStore }
         let lastEventID = try Self.lastEventID(request)
         let format = try Self.eventFormat(request.query["format"])
-        // Before the stream is counted: nothing may throw once it is.
-        let credentialsExpire = try credentialsExpiry(of: request)
+        let credentialsExpire = credentialsExpiry(of: request, by: scope.caller)
         let headers: HTTPHeaders = [
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
