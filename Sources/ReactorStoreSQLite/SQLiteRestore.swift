@@ -124,7 +124,13 @@ public enum SQLiteRestore {
         do throws(SessionStoreError) {
             // A backup an older build took may lack the column.
             try SQLiteSchema.addColumnsOfLaterBuilds(copy)
-            let mark = try copy.statement("UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND version < ?1 AND shown_through < ?1")
+            // The backup's own newest version of a session may also be in a journal row not yet
+            // folded into its row: a session is marked only when that is behind too.
+            let newest =
+                try SQLiteSchema.hasTable("journal", on: copy)
+                ? "max(version, coalesce((SELECT max(last_version) FROM journal j WHERE j.id = sessions.id), 0))" : "version"
+            let mark = try copy.statement(
+                "UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND \(newest) < ?1 AND shown_through < ?1")
             var marked = 0
             for (id, version) in shown {
                 mark.reset()

@@ -105,6 +105,28 @@ import Testing
         #expect(try restored.load(id: "d")?.shownThrough == 0)
     }
 
+    /// A backup of the store as it is sends nothing back, though its versions (as the store's)
+    /// are still in journal rows not folded into the sessions' rows.
+    @Test func aBackupOfTheStoreAsItIsSendsNoSessionBack() throws {
+        let store = path("sessions.sqlite")
+        do {
+            let current = try SQLiteSessionStore(path: store, historyCapacity: 8)
+            _ = try current.commit([.create(id: "b", type: "counter", state: Array(#"{"value":7}"#.utf8), lastActivity: 0)])
+            _ = try current.commit([
+                .version(id: "b", version: 4, state: Array(#"{"value":8}"#.utf8), startedThrough: 1, producedBy: 1, lastActivity: 1)
+            ])
+            current.close()
+        }
+        let taken = path("taken.sqlite")
+        _ = try SQLiteBackup.copy(from: store, to: taken)
+        let summary = try SQLiteRestore.restore(from: taken, to: store)
+        #expect(summary.wentBack == 0)
+        let restored = try SQLiteSessionStore(path: store, historyCapacity: 8)
+        defer { restored.close() }
+        let b = try #require(try restored.load(id: "b"))
+        #expect((b.version, b.shownThrough, b.state) == (4, 0, Array(#"{"value":8}"#.utf8)))
+    }
+
     @Test func aBackupAnOlderBuildTookGainsTheColumnsAndIsMarked() throws {
         let store = path("sessions.sqlite")
         let backup = path("older-build.sqlite")
