@@ -605,12 +605,13 @@ def test_after_a_crash_with_async_durability_no_version_number_is_shown_with_two
 
 
 def test_sigterm_lets_actions_in_flight_finish_and_leaves_longer_ones_to_the_recovery_hook(start_server):
-    """A stop waits (for at most 2 s) for the actions in flight; work still running then is cut
-    off, not settled: its acknowledged action stays stored and the next start's recovery hook
-    finishes it, once."""
+    """A stop waits (for at most --stop-grace-s, 5 s by default) for the actions in flight; work
+    still running then is cut off, not settled: its acknowledged action stays stored and the
+    next start's recovery hook finishes it, once."""
     store = fresh_store()
-    quick = start_server("--counter-delay-ms", "300", store=store)
-    slow = start_server("--counter-delay-ms", "5000", store=fresh_store())
+    # 3 s: longer than the 2 s a stop used to wait, within the default grace.
+    quick = start_server("--counter-delay-ms", "3000", store=store)
+    slow = start_server("--counter-delay-ms", "5000", "--stop-grace-s", "1", store=fresh_store())
     quick_counter, slow_counter = quick.create("counter")["id"], slow.create("counter")["id"]
     for server, counter in ((quick, quick_counter), (slow, slow_counter)):
         stream = server.events(counter)
@@ -624,9 +625,14 @@ def test_sigterm_lets_actions_in_flight_finish_and_leaves_longer_ones_to_the_rec
     restarted = start_server("--counter-delay-ms", "300", store=store)
     state = state_of(restarted, quick_counter)["state"]
     assert state["value"] == 1 and state["isLoading"] is False, state
+    assert restarted.stop() == 0
+    assert "recovery hook" not in restarted.stderr(), restarted.stderr()
     restarted_slow = start_server("--counter-delay-ms", "300", store=slow.store)
     state = settled_state(restarted_slow, slow_counter)["state"]
     assert state["value"] == 1 and state["isLoading"] is False, state
+    assert restarted_slow.stop() == 0
+    cut_off = [line for line in restarted_slow.stderr().splitlines() if "recovery hook" in line]
+    assert len(cut_off) == 1 and "cut off before it settled, by a crash or a stop" in cut_off[0], cut_off
 
 
 def test_a_backup_taken_while_serving_restores_every_session_and_never_overwrites(start_server, tmp_path):

@@ -51,6 +51,7 @@ public final class ReactorService: Sendable {
         hosting.stallTimeout = configuration.stallTimeout
         hosting.store = configuration.store
         hosting.durability = configuration.durability
+        hosting.stopGrace = configuration.stopGrace
         hosting.now = configuration.now
         hosting.wallClock = configuration.wallClock
         if configuration.authentication != nil { hosting.maxInstancesPerSubject = configuration.maxInstancesPerSubject }

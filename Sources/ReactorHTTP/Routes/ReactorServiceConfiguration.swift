@@ -55,6 +55,12 @@ public struct ReactorServiceConfiguration: Sendable {
     /// With ``authentication``: the most sessions one subject may hold (in memory and in the
     /// store); one more answers `429`. Nil: no limit but ``maxInstances``.
     public var maxInstancesPerSubject: Int?
+    /// How long a stop (``ReactorServer/shutdown()``, on SIGTERM) lets actions still in flight
+    /// (a `mutate` awaiting a payment, say) finish once it has stopped serving. What is still
+    /// running then is cut off; with a store, the reactor's recovery hook is handed each such
+    /// action when its session is next brought back. With a store several nodes share, the
+    /// node hands its sessions to the others after at most 2 s instead, whatever this says.
+    public var stopGrace: Duration = .seconds(5)
     /// Milliseconds since 1970, kept as a session's last activity; replaceable in tests.
     public var wallClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     /// Monotonic nanoseconds, for idle expiry; replaceable in tests.

@@ -282,7 +282,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         for interrupted in restored.interrupted {
             let seq = interrupted.sequence
             context.logger.warning(
-                "action interrupted by a crash; handed to the reactor's recovery hook",
+                "action cut off before it settled, by a crash or a stop that did not wait for it; handed to the reactor's recovery hook",
                 metadata: [
                     "instance": "\(label)", "action": "\(seq)",
                     "reducedMutations": "\(interrupted.reducedMutations)",

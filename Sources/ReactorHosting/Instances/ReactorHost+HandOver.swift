@@ -65,7 +65,9 @@ extension ReactorHost {
     package func handOff() {
         guard let committer, configuration.store?.isShared == true else { return }
         handingOff.store(true, ordering: .relaxed)
-        let leaving = takeAllOutOfMemory(endingStreams: nil)
+        // Every instance is out of memory, refusing requests, while they settle: the other
+        // nodes take them over only after this bound, whatever the stop's own grace.
+        let leaving = takeAllOutOfMemory(endingStreams: nil, settlingWithin: Self.handOverSettleLimit)
         let committed = DispatchSemaphore(value: 0)
         committer.afterCommit { committed.signal() }
         committed.wait()
@@ -79,22 +81,22 @@ extension ReactorHost {
         drainPool?.waitUntilIdle(timeout: timeout)
     }
 
-    /// Waits, for at most ``handOverSettleLimit``, until none of `instances` has an action in
-    /// flight, so that what was acknowledged finishes here rather than in a recovery hook.
-    private func waitUntilSettled(_ instances: [any HostedInstance]) {
+    /// Waits, for at most `limit`, until none of `instances` has an action in flight, so that
+    /// what was acknowledged finishes here rather than in a recovery hook.
+    private func waitUntilSettled(_ instances: [any HostedInstance], within limit: Duration) {
         // Real time: work in flight runs on real clocks, whatever clock the host was given.
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ Self.handOverSettleLimit.nanoseconds
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ limit.nanoseconds
         while instances.contains(where: \.isBusy) && DispatchTime.now().uptimeNanoseconds < deadline {
             usleep(2_000)
         }
     }
 
     /// Takes every instance out of memory: lets the actions in flight settle (for at most
-    /// ``handOverSettleLimit``), disposes them (ending their streams with `reason`, if any) and
-    /// queues their last activity and release for the store. Returns them.
-    private func takeAllOutOfMemory(endingStreams reason: StreamEndReason?) -> [any HostedInstance] {
+    /// `limit`), disposes them (ending their streams with `reason`, if any) and queues their
+    /// last activity and release for the store. Returns them.
+    private func takeAllOutOfMemory(endingStreams reason: StreamEndReason?, settlingWithin limit: Duration) -> [any HostedInstance] {
         let instances = table.removeAll()
-        waitUntilSettled(instances)
+        waitUntilSettled(instances, within: limit)
         let wallClock = configuration.wallClock()
         for instance in instances {
             instance.dispose(reason)
@@ -104,10 +106,10 @@ extension ReactorHost {
         return instances
     }
 
-    /// Lets the actions in flight settle (for at most ``handOverSettleLimit``), ends every
-    /// instance's streams, commits what is queued, and stops the threads.
+    /// Lets the actions in flight settle (for at most the configuration's `stopGrace`), ends
+    /// every instance's streams, commits what is queued, and stops the threads.
     package func shutdown() {
-        _ = takeAllOutOfMemory(endingStreams: .shutdown)
+        _ = takeAllOutOfMemory(endingStreams: .shutdown, settlingWithin: configuration.stopGrace)
         drainPool?.shutdown()
         committer?.stop()
         configuration.store?.close()

@@ -42,6 +42,10 @@ package struct HostingConfiguration: Sendable {
     /// The most sessions one subject (a creation's ``CreationContext/subject``) may hold; nil:
     /// no limit.
     package var maxInstancesPerSubject: Int?
+    /// The longest ``ReactorHost/shutdown()`` waits for actions in flight to settle before it
+    /// cuts them off (each then goes to its reactor's recovery hook when its session is next
+    /// brought back).
+    package var stopGrace: Duration = .seconds(5)
 
     package init() {}
 }

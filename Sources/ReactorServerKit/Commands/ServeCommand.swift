@@ -75,6 +75,13 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Longest ?wait=true holds a request, in milliseconds (WAIT_TIMEOUT_MS).")
     var waitTimeoutMs: Int = ServiceEnvironment.value("WAIT_TIMEOUT_MS", default: 10_000)
 
+    @Option(
+        parsing: .unconditional,
+        help:
+            "Seconds a stop (SIGTERM) lets actions still in flight finish once it has stopped serving; what runs longer is cut off and handed to the reactor's recovery hook on the next start (STOP_GRACE_S)."
+    )
+    var stopGraceS: Int = ServiceEnvironment.value("STOP_GRACE_S", default: 5)
+
     @Option(parsing: .unconditional, help: "Seconds between heartbeat comments on idle event streams (HEARTBEAT_S).")
     var heartbeatS: Int = ServiceEnvironment.value("HEARTBEAT_S", default: 15)
 
@@ -196,7 +203,7 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         for (name, value) in [
             ("threads", threads), ("reactor-threads", reactorThreads),
             ("history-size", historySize),
-            ("connection-timeout-s", connectionTimeoutS),
+            ("connection-timeout-s", connectionTimeoutS), ("stop-grace-s", stopGraceS),
         ]
         where value < 0 {
             throw ValidationError("\(ServiceEnvironment.setting(name)) must not be negative, not \(value)")
@@ -240,6 +247,7 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         service.stallTimeout = .milliseconds(stallTimeoutMs)
         service.durability = durability.lowercased() == "async" ? .async(flushInterval: .milliseconds(flushIntervalMs)) : .sync
         service.passivateAfter = .seconds(passivateAfterS)
+        service.stopGrace = .seconds(stopGraceS)
         // `validate` has checked it, so this does not throw.
         let location = try StoreLocation(store)
         do {
