@@ -164,6 +164,18 @@ def test_parameters_survive_a_crash_and_bad_ones_are_refused(app, start_server, 
     assert reply.status == 200 and reply.json()["state"]["value"] == 14, reply
     refused = restarted.request("POST", "/reactors", {"type": "counter", "parameters": {"step": "big"}})
     assert refused.status == 422 and "step" in refused.json()["detail"], refused
+    # A step the factory refuses: one that would make the counter's value overflow, a trap that
+    # stopped the server (and did again each time the session was brought back).
+    # A number the step cannot hold is named as such (it was called JSON that does not parse).
+    for step in (1.5, 1e20):
+        refused = restarted.request("POST", "/reactors", {"type": "counter", "parameters": {"step": step}})
+        assert refused.status == 422, refused
+        assert "a number one of the fields cannot hold" in refused.json()["detail"], refused
+    for step in (2**63 - 1, 0, -5):
+        refused = restarted.request("POST", "/reactors", {"type": "counter", "parameters": {"step": step}})
+        assert refused.status == 422, refused
+        assert refused.json()["detail"] == f"nothing was created: 'step' must be from 1 to 1000000, not {step}", refused
+    assert restarted.request("GET", "/healthz").status == 200
 
 
 @pytest.mark.cluster

@@ -30,8 +30,11 @@ package enum JSONCoding {
         bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
     }
 
-    /// A sentence naming what a decoding error found wrong, and where.
-    package static func describe(_ error: DecodingError) -> String {
+    /// A sentence naming what a decoding error found wrong, and where. `parsed`: the JSON is
+    /// known to parse (creation parameters, read from a body that did), so corrupt data at the
+    /// top level is what Foundation reports, without the field's path, for a number its field
+    /// cannot hold (1.5 or 1e20 for an `Int`), not JSON that does not parse.
+    package static func describe(_ error: DecodingError, parsed: Bool = false) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
             return keys.isEmpty ? "the top level" : "'" + keys.joined(separator: ".") + "'"
@@ -45,7 +48,9 @@ package enum JSONCoding {
             return "missing value at \(path(context)): expected \(describe(type))"
         case .dataCorrupted(let context):
             if context.codingPath.isEmpty, context.underlyingError != nil || context.debugDescription.contains("JSON") {
-                return "the body is not valid JSON"
+                return parsed
+                    ? "a number one of the fields cannot hold: a fraction for a whole number, or one out of its range"
+                    : "the body is not valid JSON"
             }
             return "\(context.debugDescription) at \(path(context))"
         @unknown default:

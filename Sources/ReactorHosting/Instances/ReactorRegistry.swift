@@ -127,7 +127,7 @@ public struct ReactorRegistry: Sendable {
                 do {
                     parameters = try JSONCoding.decoder.decode(Parameters.self, from: Data(creation.parameters ?? Array("{}".utf8)))
                 } catch let error as DecodingError {
-                    throw HostingError.invalidParameters(JSONCoding.describe(error))
+                    throw HostingError.invalidParameters(JSONCoding.describe(error, parsed: true))
                 } catch {
                     throw HostingError.invalidParameters("the parameters are not valid JSON")
                 }

@@ -26,10 +26,15 @@ public final class CounterReactor: Reactor {
         public init(step: Int? = nil) { self.step = step }
     }
 
+    /// The steps a counter may be made with. `reduce` must never trap (an overflow stops the
+    /// whole server): a bounded step keeps the value far from `Int`'s limits.
+    public static let steps = 1...1_000_000
+
     public let initialState = State()
     public let runtime = ReactorRuntime<CounterReactor>()
     private let step: Int
 
+    /// A counter changing by `step`, one of ``steps`` (the service checks its clients' steps).
     public init(step: Int = 1) {
         self.step = step
     }
