@@ -14,7 +14,7 @@ struct BackupCommand: ParsableCommand {
         abstract:
             "Copies the session store (SQLite or PostgreSQL) to a new SQLite file, consistent as of one moment; safe while the servers run.",
         discussion:
-            "The copy holds every commit made before it began, compacted into one file, and is checked and synced to disk before it takes its name. `reactor-server restore FILE` puts it back."
+            "The copy holds every commit made before it began, compacted into one file, and is checked and synced to disk before it takes its name. The `restore FILE` command puts it back."
     )
 
     @OptionGroup var store: SQLiteStoreOption

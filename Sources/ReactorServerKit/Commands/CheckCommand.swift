@@ -10,7 +10,7 @@ struct CheckCommand: ParsableCommand {
         commandName: "check",
         abstract: "Checks the SQLite session store (or a backup of it) page by page; exit status 0 when it is whole, 1 otherwise.",
         discussion:
-            "It only reads, so it runs beside a server serving the store. A damaged store is reported, never repaired or written: restore a backup that checks whole (`reactor-server restore FILE`)."
+            "It only reads, so it runs beside a server serving the store. A damaged store is reported, never repaired or written: restore a backup that checks whole (the `restore FILE` command)."
     )
 
     @OptionGroup var store: SQLiteStoreOption

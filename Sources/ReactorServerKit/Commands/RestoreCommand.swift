@@ -17,7 +17,7 @@ struct RestoreCommand: ParsableCommand {
 
     @OptionGroup var store: SQLiteStoreOption
 
-    @Argument(help: "The backup to restore (a file `reactor-server backup` wrote, or any session store).")
+    @Argument(help: "The backup to restore (a file the `backup` command wrote, or any session store).")
     var backup: String
 
     func validate() throws {

@@ -144,7 +144,7 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
 
     @Option(
         help:
-            "Once listening, write the address (http://HOST:PORT) to this file, which `reactor-server health` reads; removed on a graceful stop (ADDRESS_FILE)."
+            "Once listening, write the address (http://HOST:PORT) to this file, which the `health` command reads; removed on a graceful stop (ADDRESS_FILE)."
     )
     var addressFile: String = ServiceEnvironment.string("ADDRESS_FILE", default: "")
 

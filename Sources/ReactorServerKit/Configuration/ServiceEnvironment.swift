@@ -7,10 +7,13 @@ import Locking
 /// An app's own options read their defaults the same way:
 /// ```swift
 /// struct Options: ParsableArguments {
-///     @Option(help: "Latency of the search API, in milliseconds (SEARCH_LATENCY_MS).")
+///     @Option(parsing: .unconditional, help: "Latency of the search API, in milliseconds (SEARCH_LATENCY_MS).")
 ///     var searchLatencyMs: Int = ServiceEnvironment.value("SEARCH_LATENCY_MS", default: 300)
 /// }
 /// ```
+/// (`parsing: .unconditional` lets a number option take a negative value, `--search-latency-ms -5`,
+/// so that `validate()` can refuse it with its own message; without it ArgumentParser reads `-5`
+/// as another flag and says the value is missing.)
 /// A variable that is set (and not empty) must hold a value its option accepts: one that does not
 /// is kept as a problem, which `serve` reports (naming the variable and its option) instead of
 /// silently falling back to the default.
@@ -22,12 +25,22 @@ public enum ServiceEnvironment {
         ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
     }
 
+    /// What a variable read as `type` must hold, for the message that refuses it.
+    private static func kind(of type: Any.Type) -> String {
+        switch type {
+        case is UInt16.Type: return "a port number from 0 to 65535"
+        case is any BinaryFloatingPoint.Type: return "a number"
+        case is any FixedWidthInteger.Type: return "a whole number"
+        default: return "a value of type \(type)"
+        }
+    }
+
     /// The variable `name` read as a `Value` (a number, a port), or `fallback` when it is unset
     /// or empty. A value that does not read as a `Value` is reported by ``firstProblem``.
     public static func value<Value: LosslessStringConvertible>(_ name: String, default fallback: Value) -> Value {
         guard let text = ProcessInfo.processInfo.environment[name], !text.isEmpty else { return fallback }
         guard let value = Value(text.trimmingCharacters(in: .whitespaces)) else {
-            refuse(name, text, kind: Value.self == UInt16.self ? "a port number from 0 to 65535" : "a whole number")
+            refuse(name, text, kind: kind(of: Value.self))
             return fallback
         }
         return value
