@@ -78,6 +78,21 @@ def test_a_bad_environment_value_is_refused_naming_it(name, value):
     assert "listening" not in result.stdout
 
 
+def test_a_variable_only_serve_reads_does_not_stop_the_store_commands(start_server, tmp_path):
+    """PORT=abc stops `serve`, not `check`, `backup` or `copy`, which do not read it."""
+    store = tmp_path / "sessions.sqlite"
+    server = start_server(store=f"sqlite:{store}")
+    server.create("counter")
+    assert server.stop() == 0
+    bad = {"PORT": "abc", "MAX_BODY_BYTES": "1MB", "COUNTER_DELAY_MS": "1.5"}
+    for args in (["check", "--store", f"sqlite:{store}"],
+                 ["backup", "--store", f"sqlite:{store}", str(tmp_path / "backup.sqlite")],
+                 ["copy", "--store", f"sqlite:{store}", f"sqlite:{tmp_path / 'copy.sqlite'}"]):
+        result = run(*args, env=bad)
+        assert result.returncode == 0, (args, result.stdout + result.stderr)
+    assert run("serve", "--store", "memory", env={"PORT": "abc"}).returncode == 64
+
+
 @pytest.mark.parametrize("flag,value", [
     ("--max-body-bytes", "-1"),
     ("--max-body-bytes", "0"),

@@ -29,7 +29,8 @@ struct CopyCommand: ParsableCommand {
     var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
     func validate() throws {
-        if let problem = ServiceEnvironment.firstProblem { throw ValidationError(problem) }
+        // Only STORE is this command's: a variable of `serve`'s options that `serve` would refuse
+        // does not stop it.
         guard destination.hasPrefix("sqlite:") || destination.hasPrefix("postgres://") || destination.hasPrefix("postgresql://") else {
             throw ValidationError(
                 "DESTINATION must be sqlite:PATH (a new file) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB, not '\(destination)'")

@@ -10,10 +10,10 @@ struct SQLiteStoreOption: ParsableArguments {
             "The store: sqlite:PATH, or for backup and restore postgres://USER[:PASSWORD]@HOST[:PORT]/DB, as the server's --store (STORE).")
     var store: String = ServiceEnvironment.string("STORE", default: "sqlite:reactor-data/sessions.sqlite")
 
-    /// Where `--store` says sessions are kept.
+    /// Where `--store` says sessions are kept. The variables of `serve`'s options (and the
+    /// app's) are not this command's: one that `serve` would refuse does not stop it.
     func location() throws -> StoreLocation {
-        if let problem = ServiceEnvironment.firstProblem { throw ValidationError(problem) }
-        return try StoreLocation(store, name: ServiceEnvironment.setting("store"))
+        try StoreLocation(store, name: ServiceEnvironment.setting("store"))
     }
 
     /// The SQLite file `--store` names; refuses a memory or PostgreSQL store, saying what to
