@@ -276,7 +276,7 @@ def test_kill_while_a_search_loads_its_next_page_appends_it_after_the_restart(st
 def test_a_slow_action_is_acknowledged_once_its_record_is_committed_not_once_it_settles(start_server):
     # A commit waits a moment for the actions it holds to settle, so that their states go with
     # them; an action that takes longer is committed as a record, and acknowledged, without it.
-    server = start_server("--counter-delay-ms", "5000", store=fresh_store())
+    server = start_server("--counter-delay-ms", "5000", "--stop-grace-s", "0", store=fresh_store())
     counter = server.create("counter")["id"]
     assert server.request("POST", f"/reactors/{counter}/actions", '"increase"').status == 202
     assert state_of(server, counter)["state"]["value"] == 0

@@ -118,7 +118,7 @@ def test_actions_are_accepted_and_waited_for(server):
 
 
 def test_wait_timeout_answers_202(start_server):
-    server = start_server("--counter-delay-ms", "5000", "--wait-timeout-ms", "100")
+    server = start_server("--counter-delay-ms", "5000", "--wait-timeout-ms", "100", "--stop-grace-s", "0")
     instance = server.create()
     started = time.monotonic()
     reply = server.request("POST", f"/reactors/{instance['id']}/actions?wait=true", '"increase"')

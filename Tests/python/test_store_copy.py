@@ -48,8 +48,9 @@ def test_a_single_nodes_sessions_move_to_a_cluster_and_their_clients_go_on(start
     refused = copy("sqlite:" + str(tmp_path / "elsewhere.sqlite"), store)
     assert refused.returncode == 1 and "in use by another process" in refused.stderr, refused
     assert single.stop() == 0
-    # An action cut off by the stop stays stored, to be finished where the session is served next.
-    slow = start_server("--counter-delay-ms", "5000", store=store)
+    # An action cut off by the stop (which does not wait for it) stays stored, to be finished
+    # where the session is served next.
+    slow = start_server("--counter-delay-ms", "5000", "--stop-grace-s", "0", store=store)
     stream = slow.events(counter)
     assert slow.request("POST", f"/reactors/{counter}/actions", '"increase"').status == 202
     stream.states_until(lambda state: state["isLoading"])
