@@ -18,6 +18,19 @@ enum EventFormat: Sendable, Equatable {
 /// skips versions after the last one this client has is preceded by a `: snapshot` comment line.
 /// A client resuming after a version the instance does not have is sent `event: rewound` first.
 final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
+    /// What the instance's side hands over: the connection to wake and the error events to
+    /// send. Under a lock of its own, held only for a moment, so that waking the stream never
+    /// waits while the connection's thread builds a chunk (encodes a state, computes a patch)
+    /// under ``progress``: that would hold back the thread applying the instance's actions.
+    private struct Mailbox {
+        var stream: HTTPStream?
+        /// Framed events waiting to go out (mutation errors), bounded.
+        var pendingEvents: [[UInt8]] = []
+        var closed = false
+    }
+
+    /// What the stream has sent; read and changed by the connection's thread as it builds each
+    /// chunk (see ``Mailbox`` for what other threads touch).
     private struct Progress {
         /// The newest version already sent, nil before the first state.
         var lastSentVersion: UInt64?
@@ -25,12 +38,8 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
         var lastSentState: (any VersionedState)?
         /// States to send first, oldest first (a `Last-Event-ID` replay).
         var replay: [any VersionedState]
-        /// Framed events waiting to go out (mutation errors), bounded.
-        var pendingEvents: [[UInt8]] = []
-        var stream: HTTPStream?
         var sentPrelude = false
         var sentEnd = false
-        var closed = false
     }
 
     /// Most queued error events kept per subscriber; older ones are dropped first.
@@ -45,6 +54,7 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     private let format: EventFormat
     private let retryMilliseconds: Int
     private let progress: Locked<Progress>
+    private let mailbox: Locked<Mailbox>
     private let onClose: @Sendable () -> Void
     private let onWrite: (@Sendable (_ version: UInt64) -> Void)?
     /// When the credentials the stream was opened with expire: it ends then (within a
@@ -69,6 +79,7 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
         self.onClose = onClose
         self.onWrite = onWrite
         var progress = Progress(replay: [])
+        var mailbox = Mailbox()
         if let lastEventID {
             if let missed = timeline.states(after: lastEventID) {
                 progress.lastSentVersion = lastEventID
@@ -80,26 +91,27 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
             } else if lastEventID > timeline.latest.version {
                 // The client has versions the instance does not: it says so, then the latest
                 // state follows, to replace the client's.
-                progress.pendingEvents = [ServerSentEvents.rewound(lastEventID: lastEventID, version: timeline.latest.version)]
+                mailbox.pendingEvents = [ServerSentEvents.rewound(lastEventID: lastEventID, version: timeline.latest.version)]
             }
         }
         self.progress = Locked(progress)
+        self.mailbox = Locked(mailbox)
     }
 
     /// Wakes the stream so it pulls the latest state.
     func wake() {
-        progress.withLock { $0.stream }?.wake()
+        mailbox.withLock { $0.stream }?.wake()
     }
 
     /// Queues an already-framed event and wakes the stream.
     func enqueue(event: [UInt8]) {
-        let stream: HTTPStream? = progress.withLock { progress in
-            guard !progress.closed else { return nil }
-            if progress.pendingEvents.count >= Self.pendingEventLimit {
-                progress.pendingEvents.removeFirst()
+        let stream: HTTPStream? = mailbox.withLock { mailbox in
+            guard !mailbox.closed else { return nil }
+            if mailbox.pendingEvents.count >= Self.pendingEventLimit {
+                mailbox.pendingEvents.removeFirst()
             }
-            progress.pendingEvents.append(event)
-            return progress.stream
+            mailbox.pendingEvents.append(event)
+            return mailbox.stream
         }
         stream?.wake()
     }
@@ -117,8 +129,8 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
         let ending: StreamEndReason? = stream.isShuttingDown ? (endReason ?? .shutdown) : endReason
         let missed = catchUp(to: latest)
         let expired = credentialsExpire.map { ContinuousClock.now >= $0 } ?? false
+        mailbox.withLock { if !$0.closed { $0.stream = stream } }
         return progress.withLock { progress -> HTTPStreamChunk in
-            progress.stream = stream
             if progress.sentEnd { return .end }
             if expired, ending == nil {
                 progress.sentEnd = true
@@ -138,8 +150,12 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
                 if !progress.replay.isEmpty, ending == nil { return .bytes(bytes) }
                 progress.replay.removeAll()
             }
-            for event in progress.pendingEvents { bytes.append(contentsOf: event) }
-            progress.pendingEvents.removeAll()
+            // The one other lock taken inside `progress`, and never the other way round.
+            let events = mailbox.withLock { mailbox in
+                defer { mailbox.pendingEvents.removeAll() }
+                return mailbox.pendingEvents
+            }
+            for event in events { bytes.append(contentsOf: event) }
             for state in missed where progress.lastSentVersion.map({ state.version > $0 }) ?? false {
                 append(state, &progress, to: &bytes)
             }
@@ -196,12 +212,12 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
     }
 
     func streamDidClose(_ stream: HTTPStream, reason: HTTPStreamCloseReason) {
-        let first: Bool = progress.withLock { progress in
+        let first: Bool = mailbox.withLock { mailbox in
             defer {
-                progress.closed = true
-                progress.stream = nil
+                mailbox.closed = true
+                mailbox.stream = nil
             }
-            return !progress.closed
+            return !mailbox.closed
         }
         guard first else { return }
         timeline.detach(self)
