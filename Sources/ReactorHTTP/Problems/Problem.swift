@@ -64,6 +64,13 @@ extension Problem {
             detail: "no reactor instance has the id '\(id)' (it may have been deleted or expired)")
     }
 
+    /// A `?wait=true` action whose instance was deleted (or expired) while it ran, cutting it off.
+    static var deletedWhileWaiting: Problem {
+        Problem(
+            status: 404, kind: "unknown-instance", title: "Unknown reactor instance",
+            detail: "the instance was deleted before the action finished; the action never will")
+    }
+
     static func methodNotAllowed(_ method: String, path: String, allowed: [String]) -> Problem {
         Problem(
             status: 405, kind: "method-not-allowed", title: "Method Not Allowed",

@@ -109,19 +109,32 @@ extension ReactorService {
                 let reply = ReplyOnce(responder: responder, scope: scope)
                 // The state, once the action's own record and the states it produced are committed:
                 // a 200 acknowledges the action as much as a 202 does.
+                // The 202 a request without the wait gets, once the action's record is committed.
+                let acceptance: @Sendable () -> Void = {
+                    let accepted = Self.marked(
+                        HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
+                    guard let ticket else { return reply.send(accepted) }
+                    ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
+                }
                 instance.whenSettled(receipt) { outcome in
+                    // Settled because the instance went, not because the action finished: deleted,
+                    // it never will; gone from memory, it stays accepted, as a 202 says.
+                    switch instance.departure {
+                    case .deleted?:
+                        return reply.send(Problem.deletedWhileWaiting.response)
+                    case .leftMemory?:
+                        return acceptance()
+                    case nil:
+                        break
+                    }
                     let shown: @Sendable () -> HTTPResponse = { Self.marked(HTTPResponse(Self.snapshot(instance).response), isReplay) }
                     guard outcome == .committed else { return reply.send(Self.notCommitted(outcome)) }
                     guard let ticket else { return reply.send(shown()) }
                     ticket.whenCommitted { outcome in reply.send(outcome == .committed ? shown() : Self.notCommitted(outcome)) }
                 }
-                // Whichever comes first answers; the later one is ignored. The 202 still waits for
-                // the action's commit.
+                // Whichever comes first answers; the later one is ignored.
                 DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) {
-                    let accepted = Self.marked(
-                        HTTPResponse(status: 202, headers: Self.jsonHeaders, body: Self.receiptJSON(receipt)), isReplay)
-                    guard let ticket else { return reply.send(accepted) }
-                    ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
+                    acceptance()
                 }
             })
     }

@@ -98,6 +98,18 @@ package protocol HostedInstance: AnyObject, Sendable {
     /// Cancels the instance's work and ends its streams (`nil`: without an end event, when
     /// the instance only leaves memory).
     func dispose(_ reason: StreamEndReason?)
+    /// How the instance went, once ``dispose(_:)`` began (before the work it cancels settles);
+    /// nil while it serves.
+    var departure: InstanceDeparture? { get }
+}
+
+/// How an instance went: what became of an action still running when it did.
+package enum InstanceDeparture: UInt8, Sendable {
+    /// Deleted or expired: an action cut off then never finishes.
+    case deleted = 1
+    /// It left memory (passivated, handed over, the server stopping): an action cut off then
+    /// stays accepted, for the recovery hook where the session is brought back.
+    case leftMemory = 2
 }
 
 extension HostedInstance {
@@ -134,6 +146,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     package let owner: String?
     /// What it has in the batch the store's committer is queuing (nil without a store).
     private let queuedWrites: QueuedSession?
+    /// ``departure``'s raw value; 0 while it serves.
+    private let departed = Atomic<UInt8>(0)
 
     /// A new instance, or one brought back from `restored` (its stored session), whose
     /// unstarted actions are sent again and whose interrupted ones go to the recovery hook.
@@ -440,7 +454,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         reactor.whenSettled(receipt) { committer.afterQueuedWrites(body) }
     }
 
+    package var departure: InstanceDeparture? { InstanceDeparture(rawValue: departed.load(ordering: .acquiring)) }
+
     package func dispose(_ reason: StreamEndReason?) {
+        // Before the reactor's work is cancelled, which settles its actions: whoever waits for
+        // one of them then knows it did not finish.
+        let departure: InstanceDeparture = reason == .deleted || reason == .expired ? .deleted : .leftMemory
+        departed.store(departure.rawValue, ordering: .releasing)
         // Disposing the reactor also lets go of its observers.
         reactor.dispose()
         traces?.endAll()
