@@ -44,7 +44,7 @@ extension ReactorService {
         instance.touch()
         let snapshot = Self.snapshot(instance)
         if let ifNoneMatch = request.headers["If-None-Match"],
-            ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == snapshot.etag || $0.trimmingSpaces == "*" })
+            ifNoneMatch.split(separator: ",").contains(where: { Self.matches($0.trimmingSpaces, snapshot.etag) })
         {
             return .now(HTTPResponse(status: 304, headers: ["ETag": snapshot.etag]))
         }
@@ -143,6 +143,12 @@ extension ReactorService {
     /// name (`traceparent`, as the tracer reads them); nil when nothing is traced.
     private func startTrace(_ request: HTTPRequest, on instance: any HostedInstance) -> (any Span)? {
         instance.traces?.startAction(continuing: request.headers, using: HTTPHeadersExtractor())
+    }
+
+    /// Whether an `If-None-Match` entity tag matches `etag` (strong, `"4"`): `*`, or the same tag
+    /// strong or weak (`W/"4"`), as RFC 9110 §13.1.2's weak comparison has it.
+    static func matches(_ tag: String, _ etag: String) -> Bool {
+        tag == "*" || tag == etag || (tag.hasPrefix("W/") && tag.dropFirst(2) == etag)
     }
 
     func openEvents(_ request: HTTPRequest, _ scope: RequestScope) throws -> RouteReply {

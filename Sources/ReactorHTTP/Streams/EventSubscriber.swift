@@ -84,9 +84,10 @@ final class EventSubscriber: HTTPStreamSource, TimelineSubscriber {
             if let missed = timeline.states(after: lastEventID) {
                 progress.lastSentVersion = lastEventID
                 progress.replay = missed
-            } else if lastEventID < timeline.latest.version {
+            } else if lastEventID <= timeline.latest.version {
                 // The history no longer holds every version after it: the latest state follows,
-                // marked as a snapshot because versions are skipped.
+                // marked as a snapshot because versions are skipped; or (a history of no states)
+                // the client has the latest already, and nothing follows until the next one.
                 progress.lastSentVersion = lastEventID
             } else if lastEventID > timeline.latest.version {
                 // The client has versions the instance does not: it says so, then the latest
