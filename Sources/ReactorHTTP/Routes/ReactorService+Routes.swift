@@ -107,8 +107,6 @@ extension ReactorService {
         return .deferred(
             HTTPResponse.deferred { responder in
                 let reply = ReplyOnce(responder: responder, scope: scope)
-                // The state, once the action's own record and the states it produced are committed:
-                // a 200 acknowledges the action as much as a 202 does.
                 // The 202 a request without the wait gets, once the action's record is committed.
                 let acceptance: @Sendable () -> Void = {
                     let accepted = Self.marked(
@@ -116,6 +114,8 @@ extension ReactorService {
                     guard let ticket else { return reply.send(accepted) }
                     ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
                 }
+                // The state, once the action's own record and the states it produced are committed:
+                // a 200 acknowledges the action as much as a 202 does.
                 instance.whenSettled(receipt) { outcome in
                     // Settled because the instance went, not because the action finished: deleted,
                     // it never will; gone from memory, it stays accepted, as a 202 says.
