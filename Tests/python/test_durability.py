@@ -516,20 +516,22 @@ def test_a_waiting_action_whose_commit_fails_is_answered_503_never_200(start_ser
         wait_for(lambda: server.request("GET", "/readyz").status == 200, timeout=10, what="the store to be ready again")
         title = f"attempt {attempt} " + "x" * 300
         reply = server.request("POST", f"/reactors/{todo}/actions?wait=true", {"add": {"title": title}})
-        assert reply.status in (200, 503), reply
+        # 202: the action's record was committed, the states it produced were not (the instance
+        # left memory with them): accepted, as without the wait, and applied where it comes back.
+        assert reply.status in (200, 202, 503), reply
         if reply.status == 503:
             assert reply.header("Content-Type") == "application/problem+json"
             assert reply.json()["type"].endswith("store-unavailable"), reply
-        else:
+        elif reply.status == 200:
             assert title in [task["title"] for task in reply.json()["state"]["tasks"]], reply
         answers[title] = reply.status
-    assert 503 in answers.values(), answers
+    assert 503 in answers.values() or 202 in answers.values(), answers
     assert server.stop() == 0
 
     restarted = start_server("--counter-delay-ms", "0", store=f"sqlite:{directory / 'sessions.sqlite'}?max_page_count=100000")
     kept = [task["title"] for task in state_of(restarted, todo)["state"]["tasks"]]
     for title, status in answers.items():
-        if status == 200:
+        if status in (200, 202):
             assert title in kept, (title[:10], answers.values())
 
 
