@@ -104,19 +104,17 @@ public enum SQLiteRestore {
             let shownThrough =
                 try SQLiteSchema.hasColumn("shown_through", of: "sessions", on: replaced)
                 ? "shown_through" : "0"
-            // A session's unfolded journal rows may hold versions newer than its row.
-            let journaled =
-                try SQLiteSchema.hasTable("journal", on: replaced)
-                ? "SELECT id, max(last_version) AS version FROM journal GROUP BY id" : "SELECT NULL AS id, 0 AS version"
+            let journaled = try journaledVersions(on: replaced)
             let sessions = try replaced.statement(
-                """
-                SELECT s.id,
-                       max(max(s.version, coalesce(j.version, 0))
-                           + CASE WHEN \(publishedAhead) <> 0 THEN \(aheadLimit) ELSE 0 END, \(shownThrough))
-                FROM sessions s LEFT JOIN (\(journaled)) j ON j.id = s.id
-                """)
+                "SELECT id, version, \(publishedAhead) <> 0, \(shownThrough) FROM sessions")
             defer { sessions.reset() }
-            while try sessions.next() { shown.append((sessions.text(0), sessions.uint64(1))) }
+            while try sessions.next() {
+                let id = sessions.text(0)
+                let newest = max(sessions.uint64(1), journaled[id] ?? 0)
+                    .addingReportingOverflow(sessions.int64(2) != 0 ? aheadLimit : 0)
+                // Saturating: a version near the limit (a hand-edited store) marks its session as far as it goes.
+                shown.append((id, max(newest.overflow ? .max : newest.partialValue, sessions.uint64(3))))
+            }
         } catch {
             return nil
         }
@@ -126,16 +124,15 @@ public enum SQLiteRestore {
             try SQLiteSchema.addColumnsOfLaterBuilds(copy)
             // The backup's own newest version of a session may also be in a journal row not yet
             // folded into its row: a session is marked only when that is behind too.
-            let newest =
-                try SQLiteSchema.hasTable("journal", on: copy)
-                ? "max(version, coalesce((SELECT max(last_version) FROM journal j WHERE j.id = sessions.id), 0))" : "version"
+            let journaled = try journaledVersions(on: copy)
             let mark = try copy.statement(
-                "UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND \(newest) < ?1 AND shown_through < ?1")
+                "UPDATE sessions SET shown_through = ?1 WHERE id = ?2 AND max(version, ?3) < ?1 AND shown_through < ?1")
             var marked = 0
             for (id, version) in shown {
                 mark.reset()
                 mark.bind(1, version)
                 mark.bind(2, id)
+                mark.bind(3, journaled[id] ?? 0)
                 try mark.run()
                 marked += mark.changes > 0 ? 1 : 0
             }
@@ -146,6 +143,18 @@ public enum SQLiteRestore {
             try? copy.execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// The newest version of each session in the journal rows of the database on `connection`
+    /// not yet folded into its `sessions` row (they may be newer than that row); empty when it
+    /// has no journal (an older build's).
+    private static func journaledVersions(on connection: SQLiteConnection) throws(SessionStoreError) -> [String: UInt64] {
+        guard try SQLiteSchema.hasTable("journal", on: connection) else { return [:] }
+        let rows = try connection.statement("SELECT id, max(last_version) FROM journal GROUP BY id")
+        defer { rows.reset() }
+        var versions: [String: UInt64] = [:]
+        while try rows.next() { versions[rows.text(0)] = rows.uint64(1) }
+        return versions
     }
 
     /// `date` as the names of what a restore keeps aside carry it: `20261126T051500Z`.
