@@ -22,5 +22,7 @@ struct MyService: ReactorServiceApp {
 /// Why a counter was not created: its step.
 struct StepOutOfRange: Error, CustomStringConvertible {
     let step: Int
-    var description: String { "'step' must be from 1 to 1000000, not \(step)" }
+    var description: String {
+        "'step' must be from \(CounterReactor.steps.lowerBound) to \(CounterReactor.steps.upperBound), not \(step)"
+    }
 }
