@@ -48,7 +48,7 @@ struct ActionRecords {
                 """
                 INSERT INTO reactor_actions(id, seq, action)
                 SELECT * FROM unnest(\(acceptedIDs)::text[], \(acceptedSeqs)::bigint[], \(actions)::bytea[])
-                ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action
+                ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action, attempts = 0
                 """)
         }
         if !settledIDs.isEmpty {

@@ -51,18 +51,18 @@ enum PostgresSchema {
                 var present: Set<String> = []
                 for row in try connection.run(
                     """
-                    SELECT column_name::text FROM information_schema.columns
-                    WHERE table_schema = current_schema() AND table_name = 'reactor_sessions'
+                    SELECT table_name::text || '.' || column_name::text FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name IN ('reactor_sessions', 'reactor_actions')
                     """, logger: logger
                 ).rows {
                     present.insert(try row.decode(String.self))
                 }
-                for (column, definition) in Self.columnsOfLaterBuilds where !present.contains(column) {
+                for (table, column, definition) in Self.columnsOfLaterBuilds where !present.contains("\(table).\(column)") {
                     try connection.run(
-                        PostgresQuery(unsafeSQL: "ALTER TABLE reactor_sessions ADD COLUMN \(column) \(definition)"),
+                        PostgresQuery(unsafeSQL: "ALTER TABLE \(table) ADD COLUMN \(column) \(definition)"),
                         logger: logger)
                 }
-                if !present.contains("subject") {
+                if !present.contains("reactor_sessions.subject") {
                     // Sessions nobody in particular created are left out of the index.
                     try connection.run(
                         "CREATE INDEX IF NOT EXISTS reactor_sessions_by_subject ON reactor_sessions(subject) WHERE subject IS NOT NULL",
@@ -76,17 +76,19 @@ enum PostgresSchema {
         }
     }
 
-    /// The sessions' columns added since the first schema, with their definitions: whether the
+    /// The columns added since the first schema, with their tables and definitions: whether the
     /// session's last process showed versions past the stored one (``StoredSession/publishedAhead``),
     /// and the highest version clients may have been shown before a copy from a restored backup
     /// (``StoredSession/shownThrough``), the JSON of the session's creation, empty for none
-    /// (``StoredSession/creation``), and the subject that created it, its owner
-    /// (``StoredSession/owner``; `owner` is the node that holds the session's lease).
+    /// (``StoredSession/creation``), the subject that created it, its owner
+    /// (``StoredSession/owner``; `owner` is the node that holds the session's lease), and how many
+    /// restarts began to run a pending action again (``PendingAction/attempts``).
     private static let columnsOfLaterBuilds = [
-        ("published_ahead", "boolean NOT NULL DEFAULT false"),
-        ("shown_through", "bigint NOT NULL DEFAULT 0"),
-        ("creation", "bytea NOT NULL DEFAULT ''::bytea"),
-        ("subject", "text"),
+        ("reactor_sessions", "published_ahead", "boolean NOT NULL DEFAULT false"),
+        ("reactor_sessions", "shown_through", "bigint NOT NULL DEFAULT 0"),
+        ("reactor_sessions", "creation", "bytea NOT NULL DEFAULT ''::bytea"),
+        ("reactor_sessions", "subject", "text"),
+        ("reactor_actions", "attempts", "integer NOT NULL DEFAULT 0"),
     ]
 
     private static let schemaStatements = [
@@ -103,7 +105,8 @@ enum PostgresSchema {
         """,
         """
         CREATE TABLE IF NOT EXISTS reactor_actions(
-            id text NOT NULL, seq bigint NOT NULL, action bytea NOT NULL, PRIMARY KEY (id, seq))
+            id text NOT NULL, seq bigint NOT NULL, action bytea NOT NULL, attempts integer NOT NULL DEFAULT 0,
+            PRIMARY KEY (id, seq))
         """,
         """
         CREATE TABLE IF NOT EXISTS reactor_action_keys(

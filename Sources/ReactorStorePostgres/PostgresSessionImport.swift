@@ -128,8 +128,9 @@ public final class PostgresSessionImport: SessionImport {
         if !rows.actionIDs.isEmpty {
             queries.append(
                 """
-                INSERT INTO reactor_actions(id, seq, action)
-                SELECT * FROM unnest(\(rows.actionIDs)::text[], \(rows.actionSeqs)::bigint[], \(rows.actions)::bytea[])
+                INSERT INTO reactor_actions(id, seq, action, attempts)
+                SELECT * FROM unnest(\(rows.actionIDs)::text[], \(rows.actionSeqs)::bigint[], \(rows.actions)::bytea[],
+                    \(rows.actionAttempts)::integer[])
                 """)
         }
         if !rows.keyIDs.isEmpty {
@@ -153,7 +154,7 @@ public final class PostgresSessionImport: SessionImport {
         var creations: [ByteBuffer] = [], subjects: [String] = []
         /// Each session's history, as one chunk, with its first and last versions.
         var firstVersions: [Int64] = [], lastVersions: [Int64] = [], chunks: [ByteBuffer] = []
-        var actionIDs: [String] = [], actionSeqs: [Int64] = [], actions: [ByteBuffer] = []
+        var actionIDs: [String] = [], actionSeqs: [Int64] = [], actions: [ByteBuffer] = [], actionAttempts: [Int32] = []
         var keyIDs: [String] = [], keys: [String] = [], keySeqs: [Int64] = [], keyDigests: [Int64] = []
 
         mutating func append(_ copied: CopiedSession) {
@@ -179,6 +180,7 @@ public final class PostgresSessionImport: SessionImport {
                 actionIDs.append(id)
                 actionSeqs.append(Int64(bitPattern: pending.seq))
                 actions.append(ByteBuffer(bytes: pending.action))
+                actionAttempts.append(Int32(clamping: pending.attempts))
             }
             for key in session.rememberedKeys {
                 keyIDs.append(id)

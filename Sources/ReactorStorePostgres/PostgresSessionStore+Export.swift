@@ -75,7 +75,7 @@ extension PostgresSessionStore {
             """, logger: logger)
         let actions = connection.query(
             """
-            SELECT id, seq, action FROM reactor_actions WHERE id = ANY(\(ids)) ORDER BY id, seq
+            SELECT id, seq, action, attempts FROM reactor_actions WHERE id = ANY(\(ids)) ORDER BY id, seq
             """, logger: logger)
         let keys = connection.query(
             "SELECT id, key, seq, digest FROM reactor_action_keys WHERE id = ANY(\(ids))",
@@ -94,8 +94,8 @@ extension PostgresSessionStore {
             parts[id]?.history.append(versions)
         }
         for row in try actions.wait().rows {
-            let (id, seq, action) = try row.decode((String, Int64, ByteBuffer).self)
-            parts[id]?.actions.append((seq, action))
+            let (id, seq, action, attempts) = try row.decode((String, Int64, ByteBuffer, Int32).self)
+            parts[id]?.actions.append((seq, action, attempts))
         }
         for row in try keys.wait().rows {
             let (id, key, seq, digest) = try row.decode((String, String, Int64, Int64).self)
@@ -120,8 +120,8 @@ struct StoredSessionParts {
     let creation: ByteBuffer
     /// Its history chunks, oldest first.
     var history: [ByteBuffer] = []
-    /// Its pending actions, `(seq, action)`, by sequence.
-    var actions: [(Int64, ByteBuffer)] = []
+    /// Its pending actions, `(seq, action, attempts)`, by sequence.
+    var actions: [(Int64, ByteBuffer, Int32)] = []
     var keys: [RememberedKey] = []
 
     /// The session, its history trimmed to `capacity` versions.
@@ -143,6 +143,7 @@ struct StoredSessionParts {
         stored.restore(
             versions: versions, capacity: capacity,
             pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
+        for index in stored.pendingActions.indices { stored.pendingActions[index].attempts = Int(actions[index].2) }
         return stored
     }
 }

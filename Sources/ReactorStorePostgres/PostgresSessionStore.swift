@@ -218,6 +218,13 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
             case .settle(let id, let seq):
                 guard !batch.acceptedInBatch(id: id, seq: seq), sessionExists(id) else { continue }
                 records.settle(id: id, seq: seq)
+            case .attempt(let id, let seq):
+                guard sessionExists(id) else { continue }
+                // After the records gathered so far, which may hold its own: a restart's few attempts
+                // cost a statement each.
+                sendGathered()
+                _ = send(
+                    "UPDATE reactor_actions SET attempts = attempts + 1 WHERE id = \(id) AND seq = \(Int64(bitPattern: seq))")
             case .version(let id, let version, let state, let startedThrough, _, let lastActivity):
                 guard let entries = batch.versions(of: id, endingAt: version), sessionExists(id) else { continue }
                 rows.write(
@@ -323,7 +330,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     "SELECT versions FROM reactor_history WHERE id = \(id) ORDER BY first_version",
                     logger: logger)
                 let actions = connection.query(
-                    "SELECT seq, action FROM reactor_actions WHERE id = \(id) ORDER BY seq",
+                    "SELECT seq, action, attempts FROM reactor_actions WHERE id = \(id) ORDER BY seq",
                     logger: logger)
                 let keys = connection.query("SELECT key, seq, digest FROM reactor_action_keys WHERE id = \(id)", logger: logger)
                 let (claimRows, historyRows, actionRows) = (try claim.wait().rows, try history.wait().rows, try actions.wait().rows)
@@ -351,7 +358,7 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
                     lastActivity: lastActivity, publishedAhead: publishedAhead, shownThrough: shownThrough,
                     creation: creation)
                 parts.history = try historyRows.map { try $0.decode(ByteBuffer.self) }
-                parts.actions = try actionRows.map { try $0.decode((Int64, ByteBuffer).self) }
+                parts.actions = try actionRows.map { try $0.decode((Int64, ByteBuffer, Int32).self) }
                 parts.keys = try keyRows.map { row in
                     let (key, seq, digest) = try row.decode((String, Int64, Int64).self)
                     return RememberedKey(key: key, seq: UInt64(bitPattern: seq), digest: UInt64(bitPattern: digest))

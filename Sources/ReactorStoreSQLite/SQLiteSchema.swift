@@ -33,7 +33,7 @@ enum SQLiteSchema {
                 versions BLOB NOT NULL,
                 PRIMARY KEY(id, first_version)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS actions(
-                id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL,
+                id TEXT NOT NULL, seq INTEGER NOT NULL, action BLOB NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY(id, seq)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS action_keys(
                 id TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, digest INTEGER NOT NULL,
@@ -92,13 +92,14 @@ enum SQLiteSchema {
         return slots
     }
 
-    /// Adds the sessions' `published_ahead`, `shown_through`, `creation` and `subject` columns to a
-    /// store made before they existed, the index of sessions by subject (their owner), and the
-    /// journal's `started_through` and `last_activity`. For the sessions' columns the schema number
-    /// stays: a build without them reads and writes such a store as before and never sets them,
-    /// and their defaults are what its sessions need (see ``StoredSession/publishedAhead``,
-    /// ``StoredSession/shownThrough``, ``StoredSession/creation`` and ``StoredSession/owner``:
-    /// no earlier build recorded a subject).
+    /// Adds the sessions' `published_ahead`, `shown_through`, `creation` and `subject` columns and
+    /// the actions' `attempts` to a store made before they existed, the index of sessions by
+    /// subject (their owner), and the journal's `started_through` and `last_activity`. For the
+    /// sessions' and actions' columns the schema number stays: a build without them reads and
+    /// writes such a store as before and never sets them, and their defaults are what its
+    /// sessions need (see ``StoredSession/publishedAhead``, ``StoredSession/shownThrough``,
+    /// ``StoredSession/creation``, ``StoredSession/owner``: no earlier build recorded a subject,
+    /// and ``PendingAction/attempts``).
     static func addColumnsOfLaterBuilds(_ connection: SQLiteConnection) throws(SessionStoreError) {
         for column in ["published_ahead", "shown_through"] where try !hasColumn(column, of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
@@ -108,6 +109,10 @@ enum SQLiteSchema {
         }
         if try !hasColumn("subject", of: "sessions", on: connection) {
             try connection.execute("ALTER TABLE sessions ADD COLUMN subject TEXT")
+        }
+        // No earlier build ran an action again only once it had counted the attempt.
+        if try !hasColumn("attempts", of: "actions", on: connection) {
+            try connection.execute("ALTER TABLE actions ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
         }
         // Null in rows an earlier build wrote, whose `sessions` row is as new as they are.
         if try hasTable("journal", on: connection) {

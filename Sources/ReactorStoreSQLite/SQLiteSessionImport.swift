@@ -80,12 +80,13 @@ public final class SQLiteSessionImport: SessionImport {
         history.bind(3, entries[entries.count - 1].version)
         history.bind(4, blob: HistoryChunk(entries: entries).encoded())
         try history.run()
-        let action = try connection.statement("INSERT INTO actions(id, seq, action) VALUES (?, ?, ?)")
+        let action = try connection.statement("INSERT INTO actions(id, seq, action, attempts) VALUES (?, ?, ?, ?)")
         for pending in session.pendingActions {
             action.reset()
             action.bind(1, id)
             action.bind(2, pending.seq)
             action.bind(3, blob: pending.action)
+            action.bind(4, Int64(pending.attempts))
             try action.run()
         }
         let key = try connection.statement("INSERT INTO action_keys(id, key, seq, digest) VALUES (?, ?, ?, ?)")

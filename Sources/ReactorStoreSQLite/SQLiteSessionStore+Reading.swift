@@ -87,10 +87,14 @@ extension SQLiteSessionStore {
             entries = entries.enumerated().compactMap { index, entry in
                 index > 0 && entries[index - 1].version == entry.version ? nil : entry
             }
-            let actions = try connection.statement("SELECT seq, action FROM actions WHERE id = ? ORDER BY seq")
+            let actions = try connection.statement("SELECT seq, action, attempts FROM actions WHERE id = ? ORDER BY seq")
             actions.bind(1, id)
             var pending: [(seq: UInt64, action: [UInt8])] = []
-            while try actions.next() { pending.append((actions.uint64(0), actions.blob(1))) }
+            var attempts: [Int] = []
+            while try actions.next() {
+                pending.append((actions.uint64(0), actions.blob(1)))
+                attempts.append(Int(actions.int64(2)))
+            }
             actions.reset()
             let keys = try connection.statement("SELECT key, seq, digest FROM action_keys WHERE id = ?")
             keys.bind(1, id)
@@ -101,6 +105,7 @@ extension SQLiteSessionStore {
             }
             let complete = (entries.last?.version ?? stored.version) >= stored.version
             stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending, keys: remembered)
+            for index in stored.pendingActions.indices { stored.pendingActions[index].attempts = attempts[index] }
             return (stored, complete)
         }
     }

@@ -113,6 +113,11 @@ extension SQLiteSessionStore {
                 statement.bind(1, id)
                 statement.bind(2, seq)
                 try statement.run()
+            case .attempt(let id, let seq):
+                let statement = try connection.statement("UPDATE actions SET attempts = attempts + 1 WHERE id = ? AND seq = ?")
+                statement.bind(1, id)
+                statement.bind(2, seq)
+                try statement.run()
             case .version(let id, let version, _, let startedThrough, _, let lastActivity):
                 // Written once, at the session's last version in the batch: one journal row, which
                 // carries the session's newest version until it is folded (its `sessions` row is

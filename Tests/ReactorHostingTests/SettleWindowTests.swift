@@ -168,6 +168,7 @@ extension SessionWrite {
         case .create: "create"
         case .accept: "accept"
         case .settle: "settle"
+        case .attempt: "attempt"
         case .version: "version"
         case .touch: "touch"
         case .delete: "delete"

@@ -63,6 +63,8 @@ struct PostgresSessionCopyTests {
         defer { node.close() }
         #expect(try node.servedSessions() == 0)
         #expect(try node.export(ids: ids) == (try sqlite.export(ids: ids)))
+        // What the comparison covers is there to compare.
+        #expect(try node.export(ids: [ids[2]]).first?.session.pendingActions.map(\.attempts) == [1])
         for (subject, owned) in SampleSessions.owned(of: ids.count) {
             #expect(try node.count(owner: subject) == owned && owned > 0, "\(subject)")
         }

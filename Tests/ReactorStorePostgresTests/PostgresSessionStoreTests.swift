@@ -144,6 +144,30 @@ struct PostgresSessionStoreTests {
         #expect(try store.load(id: ids[2])?.pendingActions.isEmpty == true)
     }
 
+    @Test func attemptsAreCountedOnActionRecordsAndFollowARenumberedOne() throws {
+        let store = try node("a")
+        defer { store.close() }
+        let id = newID()
+        #expect(
+            try store.commit([
+                .create(id: id, type: "counter", state: bytes("0"), lastActivity: 100),
+                .accept(id: id, seq: 1, action: bytes(#""x""#)), .accept(id: id, seq: 2, action: bytes(#""y""#)),
+            ]).isEmpty)
+        #expect(try store.load(id: id) != nil)
+        #expect(try store.commit([.attempt(id: id, seq: 1)]).isEmpty)
+        // As an activation renumbers action 2 (its record and the attempt in one batch, gathered
+        // into one statement before the attempt's); an attempt for a record not stored changes nothing.
+        #expect(
+            try store.commit([
+                .attempt(id: id, seq: 1), .accept(id: id, seq: 3, action: bytes(#""y""#)), .attempt(id: id, seq: 3),
+                .settle(id: id, seq: 2), .attempt(id: id, seq: 9),
+            ]).isEmpty)
+        #expect(
+            try store.load(id: id)?.pendingActions == [
+                PendingAction(seq: 1, action: bytes(#""x""#), attempts: 2), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 1),
+            ])
+    }
+
     @Test func aSessionWhoseRowIsAheadOfTheBatchIsReportedStaleAndTheOthersMove() async throws {
         let store = try node("a")
         defer { store.close() }
@@ -407,6 +431,7 @@ struct PostgresSessionStoreTests {
         try await connection.query(
             "ALTER TABLE reactor_sessions DROP COLUMN published_ahead, DROP COLUMN shown_through, DROP COLUMN creation, DROP COLUMN subject",
             logger: Logger(label: "test"))
+        try await connection.query("ALTER TABLE reactor_actions DROP COLUMN attempts", logger: Logger(label: "test"))
         try await connection.close()
         let store = try PostgresSessionStore(location: earlier, node: "a", lease: .seconds(10), historyCapacity: 4)
         defer { store.close() }
@@ -422,6 +447,9 @@ struct PostgresSessionStoreTests {
         _ = try store.commit([.create(id: created, type: "profile", state: bytes("{}"), lastActivity: 0, creation: creation)])
         #expect(try store.load(id: created)?.creation == creation)
         #expect(try store.count(owner: "ada") == 1)
+        // So does the actions' column.
+        _ = try store.commit([.accept(id: id, seq: 1, action: bytes(#""x""#)), .attempt(id: id, seq: 1)])
+        #expect(try store.load(id: id)?.pendingActions == [PendingAction(seq: 1, action: bytes(#""x""#), attempts: 1)])
     }
 
     @Test func anUnreachableDatabaseIsAClearError() {

@@ -710,4 +710,47 @@ import Testing
         #expect(try store.load(id: "a")?.publishedAhead == true)
         #expect(try store.schema() == SQLiteSchema.version)
     }
+
+    @Test func attemptsAreCountedOnActionRecordsAcrossReopeningAndFollowARenumberedOne() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([
+                .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+                .accept(id: "a", seq: 1, action: bytes(#""x""#)),
+                .accept(id: "a", seq: 2, action: bytes(#""y""#)),
+            ])
+            _ = try store.commit([.attempt(id: "a", seq: 1)])
+            // As an activation renumbers action 2: its attempt goes with its new record. An attempt
+            // for a record that is not stored, or a session that is not, changes nothing.
+            _ = try store.commit([
+                .attempt(id: "a", seq: 1), .accept(id: "a", seq: 3, action: bytes(#""y""#)), .attempt(id: "a", seq: 3),
+                .settle(id: "a", seq: 2), .attempt(id: "a", seq: 9), .attempt(id: "b", seq: 1),
+            ])
+            store.close()
+        }
+        let reopened = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        defer { reopened.close() }
+        #expect(
+            try reopened.load(id: "a")?.pendingActions == [
+                PendingAction(seq: 1, action: bytes(#""x""#), attempts: 2), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 1),
+            ])
+        #expect(try reopened.load(id: "b") == nil)
+    }
+
+    @Test func aStoreMadeBeforeAttemptsGainsTheirColumnAndKeepsItsPendingActions() throws {
+        do {
+            let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+            _ = try store.commit([
+                .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0), .accept(id: "a", seq: 1, action: bytes(#""x""#)),
+            ])
+            store.close()
+        }
+        try SQLiteConnection(path: path(), create: false).execute("ALTER TABLE actions DROP COLUMN attempts")
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        defer { store.close() }
+        #expect(try store.load(id: "a")?.pendingActions == [PendingAction(seq: 1, action: bytes(#""x""#), attempts: 0)])
+        _ = try store.commit([.attempt(id: "a", seq: 1)])
+        #expect(try store.load(id: "a")?.pendingActions.map(\.attempts) == [1])
+        #expect(try store.schema() == SQLiteSchema.version)
+    }
 }

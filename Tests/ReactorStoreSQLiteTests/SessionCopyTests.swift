@@ -69,6 +69,7 @@ private final class FailingSource: SessionExporting {
         #expect(try copy.load(id: restored)?.shownThrough == 90)
         #expect(try copy.load(id: ids[0])?.publishedAhead == true)
         #expect(try copy.load(id: ids[5])?.pendingActions.map(\.seq) == [5])
+        #expect(try copy.load(id: ids[2])?.pendingActions.map(\.attempts) == [1])
         #expect(try copy.load(id: ids[5])?.rememberedKeys.count == 5)
         // Nothing is left beside the copy.
         let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path("copied"))

@@ -1,8 +1,8 @@
 import ReactorHosting
 
 /// Sessions written into a store as a server writes them, covering what a copy to another store
-/// must carry: histories, actions accepted and not yet settled, remembered idempotency keys, and
-/// sessions marked as served ahead of the store.
+/// must carry: histories, actions accepted and not yet settled (some with an attempt to run them
+/// again counted), remembered idempotency keys, and sessions marked as served ahead of the store.
 public enum SampleSessions {
     /// The subjects that created sessions (their owners).
     public static let subjects = ["alice", "bob", "carol"]
@@ -17,7 +17,8 @@ public enum SampleSessions {
     /// Writes `count` sessions into `store` in one commit and returns their ids, in the order
     /// written. Session `i` has `i % 6` versions after its first; when it has any, its last
     /// action is still pending, every action carries an idempotency key, and every third session
-    /// is marked ``StoredSession/publishedAhead``; every fourth, from the second, was created with
+    /// is marked ``StoredSession/publishedAhead``; every fifth, from the third, had an attempt to run
+    /// its pending action again counted (``PendingAction/attempts``); every fourth, from the second, was created with
     /// parameters and a creation context (``StoredSession/creation``) by one of ``subjects``.
     public static func write(_ count: Int, into store: any SessionStore) throws -> [String] {
         var writes: [SessionWrite] = []
@@ -52,6 +53,7 @@ public enum SampleSessions {
                         producedBy: version, lastActivity: 2_000 + Int64(index)))
                 if version < versions { writes.append(.settle(id: id, seq: version)) }
             }
+            if index % 5 == 2 { writes.append(.attempt(id: id, seq: versions)) }
             if index % 3 == 0 { writes.append(.publishingAhead(id: id)) }
         }
         _ = try store.commit(writes)

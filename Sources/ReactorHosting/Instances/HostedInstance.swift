@@ -289,37 +289,39 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    /// Reports and hands to the recovery hook the actions cut off mid-flight, and sends again
-    /// the acknowledged ones that had not started.
+    /// Reports and hands to the recovery hook the actions cut off mid-flight, reports those that
+    /// are not run again, and sends again the acknowledged ones that had not started.
     private func resume(_ restored: Restoration<R>) {
         let label = InstanceID.logLabel(id)
         for interrupted in restored.interrupted {
             let seq = interrupted.sequence
-            context.logger.warning(
+            reportAndSettle(
+                seq, level: .warning,
                 "action cut off before it settled, by a crash or a stop that did not wait for it; handed to the reactor's recovery hook",
-                metadata: [
-                    "instance": "\(label)", "action": "\(seq)",
-                    "reducedMutations": "\(interrupted.reducedMutations)",
-                ])
-            let failure = MutationFailure(
-                actionSequence: seq, errorType: "InterruptedAction",
+                metadata: ["reducedMutations": "\(interrupted.reducedMutations)"],
+                errorType: "InterruptedAction",
                 message:
                     "action \(seq) was interrupted by a restart after \(interrupted.reducedMutations) of its mutations; the reactor's recovery hook decided what to do with it"
             )
-            timeline.retain(event: context.errorEvent(failure))
-            context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
+        }
+        for (seq, attempts) in restored.abandoned {
+            reportAndSettle(
+                seq, level: .error,
+                "an acknowledged action was being run again after a restart when the process ended again, perhaps because of it; reported and not run again",
+                metadata: ["type": "\(typeName)", "attempts": "\(attempts)"],
+                errorType: "AbandonedAction",
+                message:
+                    "action \(seq) was being run again after a restart when the process ended again, perhaps because of it; it was not run again"
+            )
         }
         for (seq, reason) in restored.undecodable {
-            context.logger.error(
-                "an acknowledged action no longer decodes as this type's Action; reported and not applied",
-                metadata: ["instance": "\(label)", "type": "\(typeName)", "action": "\(seq)", "error": "\(reason)"])
-            let failure = MutationFailure(
-                actionSequence: seq, errorType: "UndecodableAction",
+            reportAndSettle(
+                seq, level: .error, "an acknowledged action no longer decodes as this type's Action; reported and not applied",
+                metadata: ["type": "\(typeName)", "error": "\(reason)"],
+                errorType: "UndecodableAction",
                 message:
                     "action \(seq) was accepted by an earlier build and no longer decodes as this type's Action (\(reason)); it was not applied"
             )
-            timeline.retain(event: context.errorEvent(failure))
-            context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
         }
         if !restored.interrupted.isEmpty {
             reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted), reactor: reactor)
@@ -333,10 +335,23 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             if receipt.sequence != seq {
                 let key = keys.load()?.renumber(seq, to: receipt.sequence)
                 context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key), of: queuedWrites)
+                // Its attempt, counted under its old number, moves with it.
+                context.committer?.enqueue(.attempt(id: id, seq: receipt.sequence), of: queuedWrites)
                 context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
             }
             settleWhenDone(receipt)
         }
+    }
+
+    /// Logs what became of the restored action `seq`, reports it on the instance's next streams
+    /// as an `error` event, and settles its record.
+    private func reportAndSettle(
+        _ seq: UInt64, level: Logger.Level, _ log: Logger.Message, metadata: Logger.Metadata, errorType: String, message: String
+    ) {
+        context.logger.log(
+            level: level, log, metadata: metadata.merging(["instance": "\(InstanceID.logLabel(id))", "action": "\(seq)"]) { $1 })
+        timeline.retain(event: context.errorEvent(MutationFailure(actionSequence: seq, errorType: errorType, message: message)))
+        context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
     }
 
     package var lastActivity: UInt64 { activity.load(ordering: .relaxed) }

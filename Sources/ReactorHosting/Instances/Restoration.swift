@@ -2,7 +2,8 @@ import Foundation
 import ReactorCore
 
 /// A stored session decoded for its reactor type: the state, and the pending actions sorted
-/// into those that had not started, those a crash interrupted, and those that no longer decode.
+/// into those that had not started, those a crash interrupted, those that no longer decode, and
+/// those an earlier restart began to run again (abandoned).
 struct Restoration<R: Reactor> {
     let stored: StoredSession
     let state: R.State
@@ -16,6 +17,10 @@ struct Restoration<R: Reactor> {
     /// Acknowledged actions an earlier build stored that this build's `Action` cannot decode,
     /// with what does not decode: reported, never applied.
     let undecodable: [(seq: UInt64, reason: String)]
+    /// Acknowledged actions that restarts began to run again as often as they may
+    /// (``RecoveryAttempts/limit``), each time cut off by the end of the process, with how many
+    /// times: reported, never run again.
+    let abandoned: [(seq: UInt64, attempts: Int)]
 
     /// Whether its versions resume past some that clients may have been shown with other
     /// states, so that no version number is ever shown with two: those the process that served
@@ -42,8 +47,13 @@ struct Restoration<R: Reactor> {
         var unstarted: [(UInt64, R.Action, [UInt8])] = []
         var interrupted: [InterruptedAction<R.Action>] = []
         var undecodable: [(UInt64, String)] = []
+        var abandoned: [(UInt64, Int)] = []
         let rawValue = RawValueDecoder(R.Action.self)
         for pending in stored.pendingActions {
+            guard RecoveryAttempts.runsAgain(pending) else {
+                abandoned.append((pending.seq, pending.attempts))
+                continue
+            }
             let action: R.Action
             do {
                 action = try ActionDecoding.decode(R.Action.self, from: pending.action, rawValue: rawValue)
@@ -64,5 +74,6 @@ struct Restoration<R: Reactor> {
         self.unstarted = unstarted
         self.interrupted = interrupted
         self.undecodable = undecodable
+        self.abandoned = abandoned
     }
 }

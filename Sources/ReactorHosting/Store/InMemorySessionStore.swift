@@ -8,6 +8,8 @@ public final class InMemorySessionStore: SessionStore {
         var pending: [UInt64: [UInt8]] = [:]
         /// Versions produced by each pending action.
         var produced: [UInt64: Int] = [:]
+        /// Restarts that began to run each pending action again.
+        var attempts: [UInt64: Int] = [:]
     }
 
     private let sessions = Locked<[String: Session]>([:])
@@ -31,6 +33,7 @@ public final class InMemorySessionStore: SessionStore {
                             publishedAhead: publishingAhead, creation: creation))
                 case .accept(let id, let seq, let action, let key):
                     sessions[id]?.pending[seq] = action
+                    sessions[id]?.attempts[seq] = nil
                     if let key, var session = sessions[id] {
                         session.stored.rememberedKeys.removeAll { $0.key == key.key || $0.seq + RememberedKey.window <= seq }
                         session.stored.rememberedKeys.append(key)
@@ -39,6 +42,9 @@ public final class InMemorySessionStore: SessionStore {
                 case .settle(let id, let seq):
                     sessions[id]?.pending[seq] = nil
                     sessions[id]?.produced[seq] = nil
+                    sessions[id]?.attempts[seq] = nil
+                case .attempt(let id, let seq):
+                    if sessions[id]?.pending[seq] != nil { sessions[id]?.attempts[seq, default: 0] += 1 }
                 case .version(let id, let version, let state, let startedThrough, let producedBy, let lastActivity):
                     guard var session = sessions[id] else { continue }
                     guard version > session.stored.version else {
@@ -74,7 +80,9 @@ public final class InMemorySessionStore: SessionStore {
             guard let session = sessions[id] else { return nil }
             var stored = session.stored
             stored.pendingActions = session.pending.sorted { $0.key < $1.key }.map {
-                PendingAction(seq: $0.key, action: $0.value, producedVersions: session.produced[$0.key] ?? 0)
+                PendingAction(
+                    seq: $0.key, action: $0.value, producedVersions: session.produced[$0.key] ?? 0,
+                    attempts: session.attempts[$0.key] ?? 0)
             }
             return stored
         }

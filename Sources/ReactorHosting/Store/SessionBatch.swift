@@ -72,8 +72,8 @@ extension SessionWrite {
     /// The session the write is about.
     public var instanceID: String {
         switch self {
-        case .create(let id, _, _, _, _, _), .accept(let id, _, _, _), .settle(let id, _), .version(let id, _, _, _, _, _),
-            .touch(let id, _), .delete(let id), .release(let id), .publishingAhead(let id):
+        case .create(let id, _, _, _, _, _), .accept(let id, _, _, _), .settle(let id, _), .attempt(let id, _),
+            .version(let id, _, _, _, _, _), .touch(let id, _), .delete(let id), .release(let id), .publishingAhead(let id):
             return id
         }
     }

@@ -98,6 +98,11 @@ public enum SessionWrite: Sendable {
     /// The action `seq` has settled: every mutation it produced was reduced (or failed, or was
     /// cancelled). Its record is dropped.
     case settle(id: String, seq: UInt64)
+    /// The pending action `seq` is about to run again after a restart (sent again, or handed to
+    /// the recovery hook): its record counts one more attempt (``PendingAction/attempts``). It is
+    /// committed before the action runs, so that an action whose running ends the process is
+    /// not run again at every start. A record that is not stored is left as it is.
+    case attempt(id: String, seq: UInt64)
     /// A published state. `startedThrough` is the highest action sequence whose `mutate` had been
     /// called when it was published: pending actions after it had not started. `producedBy` is the
     /// sequence of the action whose mutation produced it (0: none did).
@@ -213,12 +218,22 @@ public struct PendingAction: Sendable, Equatable {
     public var action: [UInt8]
     /// How many of the stored versions it produced (its mutations reduced and kept).
     public var producedVersions: Int
+    /// How many times a restart began to run it again (``SessionWrite/attempt(id:seq:)``): one
+    /// still pending after an attempt was running when the process ended again, perhaps because
+    /// of it, and is reported instead of run once more.
+    public var attempts: Int
 
     /// A pending action.
     public init(seq: UInt64, action: [UInt8], producedVersions: Int = 0) {
+        self.init(seq: seq, action: action, producedVersions: producedVersions, attempts: 0)
+    }
+
+    /// A pending action that restarts began to run again `attempts` times.
+    public init(seq: UInt64, action: [UInt8], producedVersions: Int = 0, attempts: Int) {
         self.seq = seq
         self.action = action
         self.producedVersions = producedVersions
+        self.attempts = attempts
     }
 }
 
