@@ -10,7 +10,8 @@ import Testing
 /// A restart counts in the store each attempt to run a pending action again, before the action
 /// runs; an action still pending after an attempt (the process ended again while it ran, perhaps
 /// because of it: a trap no process survives) is reported and never run again, so that one
-/// action cannot end the process at every start.
+/// action cannot end the process at every start. (`RecoveryAttemptsOnDiskTests` runs the whole
+/// story on SQLite.)
 @Suite struct RecoveryAttemptTests {
     private let store = InMemorySessionStore(historyCapacity: 16)
     private let id = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -97,39 +98,6 @@ import Testing
         await withCheckedContinuation { continuation in instance.whenSettled(receipt) { continuation.resume() } }
         #expect(runs.withLock { $0 } == 1)
         #expect(try state(of: instance) == .init(added: 1, recovered: 0))
-    }
-
-    @Test func anActionThatNeverFinishesRunningAgainIsNotRunByTheNextProcess() async throws {
-        try storeSession(interrupted: false, attempts: 0)
-        // The first process after the crash runs the action again, which does not return: as if
-        // it had ended that process too. The next process then finds it pending.
-        let running = DispatchSemaphore(value: 0)
-        let gate = DispatchSemaphore(value: 0)
-        let first = makeHost {
-            ProbeReactor {
-                running.signal()
-                gate.wait()
-            }
-        }
-        let activated = DispatchSemaphore(value: 0)
-        let id = self.id
-        // `mutate` may run on the thread that activates the session: not the test's.
-        Thread.detachNewThread {
-            _ = try? first.instance(id: id)
-            activated.signal()
-        }
-        try #require(running.wait(timeout: .now() + 10) == .success)
-        let runs = Locked(0)
-        let next = makeHost { ProbeReactor { runs.withLock { $0 += 1 } } }
-        let instance = try #require(try next.instance(id: id))
-        committed(next)
-        #expect(runs.withLock { $0 } == 0)
-        #expect(try state(of: instance) == .init(added: 0, recovered: 0))
-        #expect(try store.load(id: id)?.pendingActions.isEmpty == true)
-        next.shutdown()
-        gate.signal()
-        #expect(activated.wait(timeout: .now() + 10) == .success)
-        first.shutdown()
     }
 }
 
