@@ -76,7 +76,9 @@ public protocol Reactor: AnyObject, Sendable {
     /// in the order they were sent, each with how many of its mutations were kept; the mutations
     /// it returns are applied like an action's. Such actions are never run again by themselves,
     /// and the host reports each one (an error naming its sequence number) whatever this
-    /// returns. Default: nothing.
+    /// returns. Should the process end again before they settle (a trap in `reduce` ends any
+    /// process), the next activation does not call it for them again: it reports them as
+    /// abandoned. Default: nothing.
     func recover(interrupted actions: [InterruptedAction<Action>]) -> Mutations<Mutation>
 }
 
