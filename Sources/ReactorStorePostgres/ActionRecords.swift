@@ -6,7 +6,8 @@ import PostgresNIO
 /// statement per action.
 ///
 /// An action accepted and settled in the same batch is in neither (``SessionBatch`` leaves both
-/// out), so the two statements never touch the same row and may run in either order.
+/// out). One settled and then accepted again under the same sequence is in both: the deletion
+/// goes first.
 struct ActionRecords {
     /// Accepted actions, in order, each once: should one action's record be queued twice, the
     /// last is kept, as one `INSERT … ON CONFLICT` may not touch a row twice.
@@ -43,19 +44,19 @@ struct ActionRecords {
     /// The statements that write what was gathered: none when nothing was.
     func queries() -> [PostgresQuery] {
         var queries: [PostgresQuery] = []
+        if !settledIDs.isEmpty {
+            queries.append(
+                """
+                DELETE FROM reactor_actions a USING unnest(\(settledIDs)::text[], \(settledSeqs)::bigint[]) AS s(id, seq)
+                WHERE a.id = s.id AND a.seq = s.seq
+                """)
+        }
         if !acceptedIDs.isEmpty {
             queries.append(
                 """
                 INSERT INTO reactor_actions(id, seq, action)
                 SELECT * FROM unnest(\(acceptedIDs)::text[], \(acceptedSeqs)::bigint[], \(actions)::bytea[])
                 ON CONFLICT (id, seq) DO UPDATE SET action = EXCLUDED.action, attempts = 0
-                """)
-        }
-        if !settledIDs.isEmpty {
-            queries.append(
-                """
-                DELETE FROM reactor_actions a USING unnest(\(settledIDs)::text[], \(settledSeqs)::bigint[]) AS s(id, seq)
-                WHERE a.id = s.id AND a.seq = s.seq
                 """)
         }
         return queries

@@ -168,6 +168,25 @@ struct PostgresSessionStoreTests {
             ])
     }
 
+    /// As an activation writes it when the action it sends again takes the sequence of one it
+    /// reports (stored by an earlier build, no longer decodable) and settles in the same batch.
+    @Test func aSequenceSettledAndThenAcceptedAgainInOneBatchHoldsTheNewRecord() throws {
+        let store = try node("a")
+        defer { store.close() }
+        let id = newID()
+        _ = try store.commit([
+            .create(id: id, type: "counter", state: bytes("0"), lastActivity: 100),
+            .accept(id: id, seq: 1, action: bytes(#""reset""#)), .accept(id: id, seq: 2, action: bytes(#""increase""#)),
+        ])
+        #expect(try store.load(id: id) != nil)
+        #expect(
+            try store.commit([
+                .settle(id: id, seq: 1), .accept(id: id, seq: 1, action: bytes(#""increase""#)), .attempt(id: id, seq: 1),
+                .settle(id: id, seq: 2),
+            ]).isEmpty)
+        #expect(try store.load(id: id)?.pendingActions == [PendingAction(seq: 1, action: bytes(#""increase""#), attempts: 1)])
+    }
+
     @Test func aSessionWhoseRowIsAheadOfTheBatchIsReportedStaleAndTheOthersMove() async throws {
         let store = try node("a")
         defer { store.close() }

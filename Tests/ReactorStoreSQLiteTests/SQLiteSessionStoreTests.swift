@@ -737,6 +737,27 @@ import Testing
         #expect(try reopened.load(id: "b") == nil)
     }
 
+    /// As an activation writes it when the action it sends again takes the sequence of one it
+    /// reports (stored by an earlier build, no longer decodable) and settles in the same batch.
+    @Test func aSequenceSettledAndThenAcceptedAgainInOneBatchHoldsTheNewRecord() throws {
+        let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)
+        defer { store.close() }
+        _ = try store.commit([
+            .create(id: "a", type: "t", state: bytes("0"), lastActivity: 0),
+            .accept(id: "a", seq: 1, action: bytes(#""reset""#)), .accept(id: "a", seq: 2, action: bytes(#""increase""#)),
+        ])
+        _ = try store.commit([
+            .settle(id: "a", seq: 1), .accept(id: "a", seq: 1, action: bytes(#""increase""#)), .attempt(id: "a", seq: 1),
+            .settle(id: "a", seq: 2),
+        ])
+        #expect(try store.load(id: "a")?.pendingActions == [PendingAction(seq: 1, action: bytes(#""increase""#), attempts: 1)])
+        // Accepted and settled in one batch, after a settle of its sequence's stored record: gone.
+        _ = try store.commit([
+            .settle(id: "a", seq: 1), .accept(id: "a", seq: 1, action: bytes(#""x""#)), .settle(id: "a", seq: 1),
+        ])
+        #expect(try store.load(id: "a")?.pendingActions.isEmpty == true)
+    }
+
     @Test func aStoreMadeBeforeAttemptsGainsTheirColumnAndKeepsItsPendingActions() throws {
         do {
             let store = try SQLiteSessionStore(path: path(), historyCapacity: 4)

@@ -25,10 +25,17 @@ public struct SessionBatch {
         let seq: UInt64
     }
 
+    /// How the batch's writes of one action begin and end.
+    private struct ActionWrites {
+        /// Whether the first is an accept (before it, nothing settles a stored record).
+        let beginsAccepted: Bool
+        /// Whether the last is a settle.
+        var endsSettled: Bool
+    }
+
     /// The writes, in order.
     public let writes: [SessionWrite]
-    private var accepted: Set<ActionKey> = []
-    private var settled: Set<ActionKey> = []
+    private var actions: [ActionKey: ActionWrites] = [:]
     private var versions: [String: [Version]] = [:]
 
     /// Plans `writes`.
@@ -36,8 +43,12 @@ public struct SessionBatch {
         self.writes = writes
         for write in writes {
             switch write {
-            case .accept(let id, let seq, _, _): accepted.insert(ActionKey(id: id, seq: seq))
-            case .settle(let id, let seq): settled.insert(ActionKey(id: id, seq: seq))
+            case .accept(let id, let seq, _, _):
+                actions[ActionKey(id: id, seq: seq), default: ActionWrites(beginsAccepted: true, endsSettled: false)]
+                    .endsSettled = false
+            case .settle(let id, let seq):
+                actions[ActionKey(id: id, seq: seq), default: ActionWrites(beginsAccepted: false, endsSettled: true)]
+                    .endsSettled = true
             case .version(let id, let version, let state, _, let producedBy, _):
                 versions[id, default: []].append(Version(version: version, producedBy: producedBy, state: state))
             default: break
@@ -45,14 +56,18 @@ public struct SessionBatch {
         }
     }
 
-    /// Whether the action is settled later in the batch, so accepting it need not be written.
+    /// Whether the batch's last write of the action settles it, so accepting it need not be
+    /// written.
     public func settlesLater(id: String, seq: UInt64) -> Bool {
-        settled.contains(ActionKey(id: id, seq: seq))
+        actions[ActionKey(id: id, seq: seq)]?.endsSettled ?? false
     }
 
-    /// Whether the action was accepted in the batch, so there is no stored record to drop.
+    /// Whether the batch accepts the action before anything settles it, so that settling it has
+    /// no stored record to drop. A settle that comes first drops the stored record, even when a
+    /// later write accepts the sequence again (an action renumbered at activation into the
+    /// sequence of one that is settled in the same batch).
     public func acceptedInBatch(id: String, seq: UInt64) -> Bool {
-        accepted.contains(ActionKey(id: id, seq: seq))
+        actions[ActionKey(id: id, seq: seq)]?.beginsAccepted ?? false
     }
 
     /// The session's versions in the batch, oldest first, when `version` is the last of them
