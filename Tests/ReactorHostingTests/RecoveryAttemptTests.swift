@@ -78,6 +78,19 @@ import Testing
         #expect(try store.load(id: id)?.pendingActions.isEmpty == true)
     }
 
+    /// A build that cannot decode the session (its state, here) runs none of its actions, so it
+    /// counts no attempt: the build that can, deployed again, runs them.
+    @Test func anActivationThatFailsCountsNoAttempt() throws {
+        _ = try store.commit([
+            .create(id: id, type: "probe", state: Array(#"{"added":"many","recovered":0}"#.utf8), lastActivity: 0),
+            .accept(id: id, seq: 1, action: Array(#""add""#.utf8)),
+        ])
+        let host = makeHost { ProbeReactor {} }
+        defer { host.shutdown() }
+        #expect(throws: HostingError.self) { try host.instance(id: id) }
+        #expect(try store.load(id: id)?.pendingActions.map(\.attempts) == [0])
+    }
+
     @Test(arguments: [false, true])
     func anActionStillPendingAfterAnAttemptIsReportedAndNeverRunAgain(interrupted: Bool) async throws {
         try storeSession(interrupted: interrupted, attempts: 1)

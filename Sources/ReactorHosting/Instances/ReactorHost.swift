@@ -252,9 +252,6 @@ package final class ReactorHost: Sendable {
             throw HostingError(error)
         }
         guard let stored else { return nil }
-        // Before any of its pending actions runs again: one that ends the process must not do so
-        // at every activation.
-        if let committer { try RecoveryAttempts.count(for: stored, id: id, on: committer) }
         let context = self.context
         var activated: (any HostedInstance)?
         let instance: any HostedInstance

@@ -229,6 +229,10 @@ package struct RegisteredType: Sendable {
             let restoration: Restoration<R>
             do throws(HostingError) {
                 restoration = try Restoration<R>(stored, initialStateJSON: initialStateJSON)
+                // Once the session is known to decode (an activation that fails before this runs
+                // nothing, and counts nothing), and before any of its pending actions runs again:
+                // one that ends the process must not do so at every activation.
+                if let committer = context.committer { try RecoveryAttempts.count(for: stored, id: id, on: committer) }
             } catch {
                 reactor.dispose()
                 throw error
