@@ -142,8 +142,7 @@ struct StoredSessionParts {
         }
         stored.restore(
             versions: versions, capacity: capacity,
-            pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1)) }, keys: keys)
-        for index in stored.pendingActions.indices { stored.pendingActions[index].attempts = Int(actions[index].2) }
+            pendingActions: actions.map { (UInt64(bitPattern: $0.0), Array(buffer: $0.1), Int($0.2)) }, keys: keys)
         return stored
     }
 }

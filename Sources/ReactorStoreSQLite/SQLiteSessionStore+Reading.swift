@@ -89,12 +89,8 @@ extension SQLiteSessionStore {
             }
             let actions = try connection.statement("SELECT seq, action, attempts FROM actions WHERE id = ? ORDER BY seq")
             actions.bind(1, id)
-            var pending: [(seq: UInt64, action: [UInt8])] = []
-            var attempts: [Int] = []
-            while try actions.next() {
-                pending.append((actions.uint64(0), actions.blob(1)))
-                attempts.append(Int(actions.int64(2)))
-            }
+            var pending: [(seq: UInt64, action: [UInt8], attempts: Int)] = []
+            while try actions.next() { pending.append((actions.uint64(0), actions.blob(1), Int(actions.int64(2)))) }
             actions.reset()
             let keys = try connection.statement("SELECT key, seq, digest FROM action_keys WHERE id = ?")
             keys.bind(1, id)
@@ -105,7 +101,6 @@ extension SQLiteSessionStore {
             }
             let complete = (entries.last?.version ?? stored.version) >= stored.version
             stored.restore(versions: entries, capacity: historyCapacity, pendingActions: pending, keys: remembered)
-            for index in stored.pendingActions.indices { stored.pendingActions[index].attempts = attempts[index] }
             return (stored, complete)
         }
     }

@@ -68,6 +68,17 @@ extension StoredSession {
         versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8])],
         keys: [RememberedKey] = []
     ) {
+        restore(
+            versions: versions, capacity: capacity,
+            pendingActions: pendingActions.map { (seq: $0.seq, action: $0.action, attempts: 0) }, keys: keys)
+    }
+
+    /// Fills in the same as the method above, with how many restarts began to run each pending
+    /// action again (``PendingAction/attempts``).
+    public mutating func restore(
+        versions: [SessionBatch.Version], capacity: Int, pendingActions: [(seq: UInt64, action: [UInt8], attempts: Int)],
+        keys: [RememberedKey] = []
+    ) {
         let startedThrough = self.startedThrough
         rememberedKeys = keys.filter { $0.seq + RememberedKey.window > startedThrough }
         let capacity = UInt64(max(1, capacity))
@@ -76,7 +87,7 @@ extension StoredSession {
         self.pendingActions = pendingActions.map { pending in
             PendingAction(
                 seq: pending.seq, action: pending.action,
-                producedVersions: versions.count { $0.producedBy == pending.seq })
+                producedVersions: versions.count { $0.producedBy == pending.seq }, attempts: pending.attempts)
         }
     }
 }
