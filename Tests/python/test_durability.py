@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -173,6 +174,60 @@ def hammer_until_killed(server: Server, counters: list[str], clients: int, ackno
     return hammers
 
 
+def restored_actions(server: Server, outcome: str) -> float:
+    """reactor_store_restored_actions_total for one outcome."""
+    text = server.request("GET", "/metrics").body.decode()
+    match = re.search(rf'^reactor_store_restored_actions_total{{outcome="{outcome}"}} ([0-9.e+-]+)$', text, flags=re.M)
+    assert match, f"no restored_actions series for {outcome}:\n{text}"
+    return float(match.group(1))
+
+
+def test_each_pending_action_an_activation_finds_is_counted_by_what_became_of_it(start_server):
+    """The records a crash leaves in the store, as the store holds them: an action that had not
+    started, one cut off mid-flight, one a restart was already running again when the process
+    ended again, one that no longer decodes. Each activation reports them and counts them in
+    /metrics by outcome; only the first is sent."""
+    store = fresh_store()
+    first = start_server("--counter-delay-ms", "0", store=store)
+    counters = [first.create("counter")["id"] for _ in range(4)]
+    for counter in counters:
+        assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    assert first.stop() == 0
+    unstarted, cut_off, attempted, undecodable = counters
+    with sqlite3.connect(store.removeprefix("sqlite:")) as database:
+        database.executemany("INSERT INTO actions(id, seq, action, attempts) VALUES (?, ?, ?, ?)", [
+            (unstarted, 2, b'"increase"', 0),
+            (cut_off, 1, b'"increase"', 0),
+            (attempted, 2, b'"increase"', 1),
+            (undecodable, 2, b'"explode"', 0),
+        ])
+    database.close()
+
+    second = start_server("--counter-delay-ms", "0", store=store)
+    for outcome in ("sent_again", "interrupted", "abandoned", "undecodable"):
+        assert restored_actions(second, outcome) == 0
+    streams = {counter: second.events(counter) for counter in counters}
+    for counter, error_type in ((cut_off, "InterruptedAction"), (attempted, "AbandonedAction"),
+                                (undecodable, "UndecodableAction")):
+        report = streams[counter].next()
+        while report is not None and report.event != "error":
+            report = streams[counter].next()
+        assert report is not None and report.json()["errorType"] == error_type, report
+    for stream in streams.values():
+        stream.close()
+    assert {outcome: restored_actions(second, outcome) for outcome in ("sent_again", "interrupted", "abandoned", "undecodable")} \
+        == {"sent_again": 1, "interrupted": 1, "abandoned": 1, "undecodable": 1}
+    assert settled_state(second, unstarted)["state"]["value"] == 2
+    for counter in (attempted, undecodable):
+        assert state_of(second, counter)["state"]["value"] == 1
+    # Each record is settled: the next start finds nothing pending.
+    assert second.stop() == 0
+    third = start_server("--counter-delay-ms", "0", store=store)
+    for counter in counters:
+        state_of(third, counter)
+    assert sum(restored_actions(third, outcome) for outcome in ("sent_again", "interrupted", "abandoned", "undecodable")) == 0
+
+
 def test_kill_during_load_loses_nothing_acknowledged(start_server):
     store = fresh_store()
     server = start_server("--counter-delay-ms", "0", store=store)
@@ -248,6 +303,7 @@ def test_kill_mid_flight_finishes_every_acknowledged_action_once(start_server):
         errors.close()
         state = settled_state(restarted, counter)["state"]
         assert state["value"] == 1 and state["isLoading"] is False, state
+    assert restored_actions(restarted, "interrupted") == len(counters)
 
 
 def test_kill_while_a_search_loads_its_next_page_appends_it_after_the_restart(start_server):

@@ -103,6 +103,16 @@ final class ServiceMetrics: Sendable {
             "reactor_store_settle_wait_timeouts_total",
             "With sync durability, commits that waited for the actions whose records they held to settle, and took them before all had (those actions take longer than a commit): their records were written, and their states go in a later commit."
         )
+        let restored = Dictionary(
+            uniqueKeysWithValues: RestoredActionOutcome.allCases.map { outcome in
+                (
+                    outcome,
+                    registry.counter(
+                        "reactor_store_restored_actions_total",
+                        "Acknowledged actions an activation found pending in the session store, by what became of them: sent_again (they had not started), interrupted (cut off mid-flight: handed to the recovery hook), abandoned (a restart was running them again when the process ended again: reported, not run), undecodable (reported, not applied).",
+                        labels: [("outcome", outcome.rawValue)])
+                )
+            })
         return StoreObserver(
             committed: { count, nanoseconds in
                 writes.increment(by: Int64(count))
@@ -116,7 +126,8 @@ final class ServiceMetrics: Sendable {
             damaged: { damaged.increment() },
             measured: { size.set(to: Double($0)) },
             queueFull: { queueFull.increment() },
-            settleWaitTimedOut: { _ in settleTimeouts.increment() })
+            settleWaitTimedOut: { _ in settleTimeouts.increment() },
+            restoredAction: { restored[$0]?.increment() })
     }
 
     /// The request metrics of one route and method; made once per route, when routes are built.
@@ -218,8 +229,8 @@ extension PrometheusCollectorRegistry {
     }
 
     /// A counter named `name` with `help` as its `# HELP` text.
-    fileprivate func counter(_ name: String, _ help: String) -> Prometheus.Counter {
-        makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
+    fileprivate func counter(_ name: String, _ help: String, labels: [(String, String)] = []) -> Prometheus.Counter {
+        makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
     /// A histogram of durations named `name`, with `help` as its `# HELP` text.

@@ -33,6 +33,8 @@ package final class InstanceContext: Sendable {
     let mutationFailed: @Sendable () -> Void
     /// Traces each action (see ``ActionTraces``); nil: nothing is traced.
     let tracer: (any Tracer)?
+    /// Told what an activation did with each acknowledged action it found pending.
+    let restoredAction: @Sendable (RestoredActionOutcome) -> Void
 
     package init(
         now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
@@ -40,7 +42,8 @@ package final class InstanceContext: Sendable {
         stallTimeout: Duration, actionBacklogLimit: UInt64 = 1_024, committer: GroupCommitter?,
         stallChanged: @escaping @Sendable (Bool) -> Void,
         errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
-        mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil
+        mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil,
+        restoredAction: @escaping @Sendable (RestoredActionOutcome) -> Void = { _ in }
     ) {
         self.now = now
         self.wallClock = wallClock
@@ -55,6 +58,7 @@ package final class InstanceContext: Sendable {
         self.errorEvent = errorEvent
         self.mutationFailed = mutationFailed
         self.tracer = tracer
+        self.restoredAction = restoredAction
     }
 }
 
@@ -295,6 +299,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let label = InstanceID.logLabel(id)
         for interrupted in restored.interrupted {
             let seq = interrupted.sequence
+            context.restoredAction(.interrupted)
             reportAndSettle(
                 seq, level: .warning,
                 "action cut off before it settled, by a crash or a stop that did not wait for it; handed to the reactor's recovery hook",
@@ -305,6 +310,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             )
         }
         for (seq, attempts) in restored.abandoned {
+            context.restoredAction(.abandoned)
             reportAndSettle(
                 seq, level: .error,
                 "an acknowledged action was being run again after a restart when the process ended again, perhaps because of it; reported and not run again",
@@ -315,6 +321,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             )
         }
         for (seq, reason) in restored.undecodable {
+            context.restoredAction(.undecodable)
             reportAndSettle(
                 seq, level: .error, "an acknowledged action no longer decodes as this type's Action; reported and not applied",
                 metadata: ["type": "\(typeName)", "error": "\(reason)"],
@@ -327,6 +334,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             reactor.runtime.apply(reactor.recover(interrupted: restored.interrupted), reactor: reactor)
         }
         for (seq, action, json) in restored.unstarted {
+            context.restoredAction(.sentAgain)
             let receipt = reactor.send(action)
             timeline.record(ActionRecord(seq: receipt.sequence, json: json, acceptedAt: context.wallClock()))
             context.logger.info(

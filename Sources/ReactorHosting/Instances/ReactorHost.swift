@@ -129,7 +129,7 @@ package final class ReactorHost: Sendable {
             logger: logger, drainPool: drainPool, stallTimeout: configuration.stallTimeout,
             actionBacklogLimit: configuration.actionBacklogLimit, committer: committer,
             stallChanged: stallChanged, errorEvent: errorEvent, mutationFailed: mutationFailed,
-            tracer: configuration.tracer)
+            tracer: configuration.tracer, restoredAction: configuration.storeObserver.restoredAction)
         configuration.store?.onOwnershipLost { [logger] lost in
             var moved = 0
             for id in lost {

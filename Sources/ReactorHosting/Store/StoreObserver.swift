@@ -26,6 +26,8 @@ package struct StoreObserver: Sendable {
     package var awaitingSettles: @Sendable (_ actions: Int) -> Void
     /// That wait ended before the actions had all settled: `unsettled` records go into the commit.
     package var settleWaitTimedOut: @Sendable (_ unsettled: Int) -> Void
+    /// An activation found an acknowledged action of the session pending, and this became of it.
+    package var restoredAction: @Sendable (_ outcome: RestoredActionOutcome) -> Void
 
     /// An observer told what the given closures want to hear; the others ignore it.
     package init(
@@ -39,7 +41,8 @@ package struct StoreObserver: Sendable {
         measured: @escaping @Sendable (_ bytes: Int) -> Void = { _ in },
         queueFull: @escaping @Sendable () -> Void = {},
         awaitingSettles: @escaping @Sendable (_ actions: Int) -> Void = { _ in },
-        settleWaitTimedOut: @escaping @Sendable (_ unsettled: Int) -> Void = { _ in }
+        settleWaitTimedOut: @escaping @Sendable (_ unsettled: Int) -> Void = { _ in },
+        restoredAction: @escaping @Sendable (_ outcome: RestoredActionOutcome) -> Void = { _ in }
     ) {
         self.committed = committed
         self.commitFailed = commitFailed
@@ -52,5 +55,19 @@ package struct StoreObserver: Sendable {
         self.queueFull = queueFull
         self.awaitingSettles = awaitingSettles
         self.settleWaitTimedOut = settleWaitTimedOut
+        self.restoredAction = restoredAction
     }
+}
+
+/// What an activation did with an acknowledged action it found pending in the store (see
+/// ``Restoration``), as the metrics count it.
+package enum RestoredActionOutcome: String, Sendable, CaseIterable {
+    /// It had not started: sent to the reactor again.
+    case sentAgain = "sent_again"
+    /// It was cut off mid-flight: handed to the reactor's recovery hook.
+    case interrupted
+    /// An earlier activation was running it again when the process ended again: reported, not run.
+    case abandoned
+    /// It no longer decodes as its type's `Action`: reported, not applied.
+    case undecodable
 }
