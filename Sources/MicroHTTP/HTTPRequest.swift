@@ -9,17 +9,19 @@ public struct HTTPRequest: Sendable {
         let method: HTTPMethod
         let path: String
         let query: [String: String]
+        let repeatedQueryNames: Set<String>
         let headers: HTTPHeaders
         let body: [UInt8]
         let client: ClientAddress?
 
         init(
-            method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
-            client: ClientAddress?
+            method: HTTPMethod, path: String, query: [String: String], repeatedQueryNames: Set<String>, headers: HTTPHeaders,
+            body: [UInt8], client: ClientAddress?
         ) {
             self.method = method
             self.path = path
             self.query = query
+            self.repeatedQueryNames = repeatedQueryNames
             self.headers = headers
             self.body = body
             self.client = client
@@ -35,6 +37,10 @@ public struct HTTPRequest: Sendable {
     /// Query parameters, percent-decoded with `+` as space; the last value of a repeated name wins.
     /// A name or value with malformed escapes (such as `%zz`) is kept exactly as sent.
     public var query: [String: String] { parts.query }
+    /// The names that appear more than once in the query (``query`` holds the last value of
+    /// each), so that a handler can refuse a parameter that says two things, where a proxy and
+    /// the server could each take another one.
+    public var repeatedQueryNames: Set<String> { parts.repeatedQueryNames }
     /// The request's header fields (case-insensitive lookup).
     public var headers: HTTPHeaders { parts.headers }
     /// The request body (at most the configured `maxBodySize` bytes).
@@ -48,25 +54,28 @@ public struct HTTPRequest: Sendable {
     /// Builds a request; `target` is the request target (path, optionally `?query`).
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         if let mark = target.firstIndex(of: "?") {
-            self.init(
-                method: method, path: String(target[..<mark]),
-                query: PercentDecoding.query(target[target.index(after: mark)...]), headers: headers, body: body)
+            let (query, repeated) = PercentDecoding.query(target[target.index(after: mark)...])
+            parts = Parts(
+                method: method, path: String(target[..<mark]), query: query, repeatedQueryNames: repeated, headers: headers,
+                body: body, client: nil)
         } else {
-            self.init(method: method, path: target, query: [:], headers: headers, body: body)
+            parts = Parts(
+                method: method, path: target, query: [:], repeatedQueryNames: [], headers: headers, body: body, client: nil)
         }
     }
 
     /// Builds a request from its already separated parts.
     public init(method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8]) {
-        parts = Parts(method: method, path: path, query: query, headers: headers, body: body, client: nil)
+        parts = Parts(method: method, path: path, query: query, repeatedQueryNames: [], headers: headers, body: body, client: nil)
     }
 
     /// Builds a request that came from `client`.
     init(
-        method: HTTPMethod, path: String, query: [String: String], headers: HTTPHeaders, body: [UInt8],
-        client: ClientAddress?
+        method: HTTPMethod, path: String, query: QueryParameters, headers: HTTPHeaders, body: [UInt8], client: ClientAddress?
     ) {
-        parts = Parts(method: method, path: path, query: query, headers: headers, body: body, client: client)
+        parts = Parts(
+            method: method, path: path, query: query.values, repeatedQueryNames: query.repeatedNames, headers: headers, body: body,
+            client: client)
     }
 }
 

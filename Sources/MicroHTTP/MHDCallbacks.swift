@@ -112,7 +112,7 @@ enum MHDCallbacks {
         _ = withUnsafeMutablePointer(to: &headers) { pointer in
             MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
         }
-        var query: [String: String] = [:]
+        var query = QueryParameters()
         _ = withUnsafeMutablePointer(to: &query) { pointer in
             MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectArgument, pointer)
         }
@@ -137,10 +137,10 @@ enum MHDCallbacks {
 
     private static let collectArgument: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return yes }
-        let query = cls.assumingMemoryBound(to: [String: String].self)
+        let query = cls.assumingMemoryBound(to: QueryParameters.self)
         let name = PercentDecoding.decodeOrKeep(Substring(String(cString: key)), plusAsSpace: true)
         let decoded = value.map { PercentDecoding.decodeOrKeep(Substring(String(cString: $0)), plusAsSpace: true) }
-        query.pointee[name] = decoded ?? ""
+        query.pointee.add(name, decoded ?? "")
         return yes
     }
 

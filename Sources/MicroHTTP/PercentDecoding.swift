@@ -43,15 +43,14 @@ enum PercentDecoding {
     }
 
     /// Parses `a=1&b=x+y`: names and values percent-decoded, `+` as space, last value wins.
-    static func query(_ query: Substring) -> [String: String] {
-        var result: [String: String] = [:]
+    static func query(_ query: Substring) -> (values: [String: String], repeatedNames: Set<String>) {
+        var result = QueryParameters()
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = decodeOrKeep(parts[0], plusAsSpace: true)
-            let value = parts.count > 1 ? decodeOrKeep(parts[1], plusAsSpace: true) : ""
-            result[name] = value
+            result.add(
+                decodeOrKeep(parts[0], plusAsSpace: true), parts.count > 1 ? decodeOrKeep(parts[1], plusAsSpace: true) : "")
         }
-        return result
+        return (result.values, result.repeatedNames)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

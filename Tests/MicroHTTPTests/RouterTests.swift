@@ -88,6 +88,8 @@ import Testing
         #expect(request.query["x2"] == "€")
         #expect(request.query["empty"] == "")
         #expect(request.query["dup"] == "2")
+        #expect(request.repeatedQueryNames == ["dup"])
+        #expect(HTTPRequest(method: .GET, target: "/s?a=1&b=2").repeatedQueryNames.isEmpty)
     }
 
     @Test func headersAreCaseInsensitive() {

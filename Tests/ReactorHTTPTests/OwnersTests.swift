@@ -211,6 +211,16 @@ import Testing
         let twice = try await client.get("/reactors/\(id)?access_token=token-a", headers: Self.bob)
         #expect(twice.status == 400)
         #expect(twice.header("WWW-Authenticate")?.contains(#"error="invalid_request""#) == true)
+        // So does a query with two tokens, in either order, even the same one twice (as the
+        // server reads them off the connection).
+        for query in [
+            "access_token=token-a&access_token=token-b", "access_token=token-b&access_token=token-a",
+            "access_token=token-a&access_token=token-a",
+        ] {
+            let repeated = try await client.get("/reactors/\(id)?\(query)")
+            #expect(repeated.status == 400, "\(query)")
+            #expect(repeated.text.contains("more than one access_token parameter"), "\(query)")
+        }
     }
 
     @Test func aStreamEndsWhenItsCredentialsExpireWithoutSayingTheInstanceEnded() async throws {

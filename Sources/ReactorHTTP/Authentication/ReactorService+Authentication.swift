@@ -85,12 +85,17 @@ extension ReactorService {
     /// The bearer token `request` carries: from its `Authorization` header, else the cookie,
     /// else (where allowed) `?access_token=`. Throws `401` for a `Bearer` header without a
     /// well-formed token, and `400` for a request whose credentials say two things: two
-    /// `Authorization` headers, or a token both in the header and in the query (RFC 6750 §3.1,
-    /// `invalid_request`), where a proxy and the server could each take another one.
+    /// `Authorization` headers, two `access_token` parameters where the query may carry one, or a
+    /// token both in the header and in the query (RFC 6750 §3.1, `invalid_request`), where a
+    /// proxy and the server could each take another one.
     private static func token(of request: HTTPRequest, _ authentication: AuthenticationConfiguration) throws(Problem) -> String? {
         let headers = request.headers.values(for: "Authorization")
         guard headers.count <= 1 else {
             throw Problem.ambiguousCredentials(realm: authentication.realm, "the request has more than one Authorization header")
+        }
+        if authentication.acceptsQueryToken, request.repeatedQueryNames.contains("access_token") {
+            throw Problem.ambiguousCredentials(
+                realm: authentication.realm, "the request's query has more than one access_token parameter")
         }
         if let header = headers.first {
             switch RequestCredentials.authorization(header) {
