@@ -228,6 +228,78 @@ def test_each_pending_action_an_activation_finds_is_counted_by_what_became_of_it
     assert sum(restored_actions(third, outcome) for outcome in ("sent_again", "interrupted", "abandoned", "undecodable")) == 0
 
 
+def test_an_action_that_ends_the_process_ends_it_at_most_twice(start_server):
+    """Real traps in a real server: a counter whose value (as a long-lived one could hold) is at
+    Int.max overflows in `reduce` when its value goes up, which ends the process.
+    - One acknowledged as the process serves ends it; the next start hands the cut-off action to
+      the recovery hook, which makes the same change and ends the process again; then the
+      session serves on (its record is dropped as the hook is called, so nothing is left to
+      run, or, had that drop not reached the disk first, the action is abandoned).
+    - One a start sends again (acknowledged, never started) ends that start; the start after it
+      abandons the action: reported, counted, not run; and serves on, that session included."""
+    store = fresh_store()
+    first = start_server("--counter-delay-ms", "0", store=store)
+    served, resent = first.create("counter")["id"], first.create("counter")["id"]
+    for counter in (served, resent):
+        assert first.request("POST", f"/reactors/{counter}/actions?wait=true", '"increase"').status == 200
+    versions = {counter: state_of(first, counter)["version"] for counter in (served, resent)}
+    assert first.stop() == 0
+    path = store.removeprefix("sqlite:")
+    with sqlite3.connect(path) as database:
+        database.execute("DELETE FROM journal")
+        for counter, version in versions.items():
+            database.execute("UPDATE sessions SET state = ?, version = ?, started_through = 1 WHERE id = ?",
+                             (b'{"value":9223372036854775807}', version, counter))
+        # Accepted, never started: the next activation sends it again.
+        database.execute("INSERT INTO actions(id, seq, action) VALUES (?, 2, ?)", (resent, b'"increase"'))
+    database.close()
+
+    def ends(server: Server, what: str) -> None:
+        assert server.process.wait(timeout=60) < 0, f"{what} did not end the process"
+        server.stop()
+
+    def request_until_it_ends(server: Server, route: str) -> None:
+        try:
+            server.request("GET", route)
+        except OSError:
+            pass  # the process may end before it answers
+
+    # Acknowledged, shows its loading state; 300 ms later its change overflows.
+    second = start_server("--counter-delay-ms", "300", store=store)
+    stream = second.events(served)
+    assert second.request("POST", f"/reactors/{served}/actions", '"increase"').status == 202
+    stream.states_until(lambda state: state["isLoading"])
+    ends(second, "the overflow")
+    # The recovery hook makes the same change.
+    third = start_server("--counter-delay-ms", "300", store=store)
+    request_until_it_ends(third, f"/reactors/{served}")
+    ends(third, "the recovery hook's overflow")
+    # The action sent again makes it too.
+    fourth = start_server("--counter-delay-ms", "300", store=store)
+    request_until_it_ends(fourth, f"/reactors/{resent}")
+    ends(fourth, "the overflow of the action sent again")
+
+    fifth = start_server("--counter-delay-ms", "0", store=store)
+    errors = fifth.events(resent)
+    report = errors.next()
+    while report is not None and report.event != "error":
+        report = errors.next()
+    assert report is not None and report.json()["errorType"] == "AbandonedAction" and report.json()["action"] == 2, report
+    errors.close()
+    for counter in (resent, served):
+        assert state_of(fifth, counter)["state"]["value"] == 9223372036854775807
+        reply = fifth.request("POST", f"/reactors/{counter}/actions?wait=true", '"decrease"')
+        assert reply.status == 200 and reply.json()["state"]["value"] == 9223372036854775806, reply
+    counted = restored_actions(fifth, "abandoned")
+    assert counted in (1, 2)
+    assert restored_actions(fifth, "sent_again") == restored_actions(fifth, "interrupted") == 0
+    assert fifth.process.poll() is None
+    assert fifth.stop() == 0
+    abandoned = [line for line in fifth.stderr().splitlines() if "not run again" in line]
+    assert len(abandoned) == counted, abandoned
+    assert not any(counter in line for line in abandoned for counter in (served, resent)), abandoned
+
+
 def test_kill_during_load_loses_nothing_acknowledged(start_server):
     store = fresh_store()
     server = start_server("--counter-delay-ms", "0", store=store)
