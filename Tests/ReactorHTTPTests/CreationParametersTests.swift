@@ -89,6 +89,40 @@ import Testing
         #expect(activation.0 == ProfileParameters(userID: "ada", age: 36))
         #expect(activation.1.idempotencyKey == "create-1")
         #expect(activation.1.remoteAddress == "127.0.0.1")
+        #expect(activation.1.isRestoration)
+        #expect(calls.all.filter { $0.0.userID == "ada" }.map(\.1.isRestoration) == [false, true])
+        // What is stored is what the creating request said, nothing of this activation.
+        let stored = try #require(try store.load(id: id)?.creation)
+        #expect(!String(decoding: stored, as: UTF8.self).contains("isRestoration"))
+    }
+
+    @Test func aCheckAddedLaterRefusesNewSessionsAndSparesStoredOnes() async throws {
+        let store = InMemorySessionStore(historyCapacity: 16)
+        let first = inProcessServer(registry: Self.registry(recording: FactoryCalls())) { $0.store = store }
+        try first.start()
+        let created = try await HTTPClient(base: "http://127.0.0.1:\(first.port)").post(
+            "/reactors", #"{"type":"profile","parameters":{"userID":"ada","age":36}}"#)
+        let id = try #require(created.json["id"] as? String)
+        first.shutdown()
+
+        // The next build takes no one over 30, except the sessions made before it did.
+        struct TooOld: Error, CustomStringConvertible { var description: String { "age must be at most 30" } }
+        for sparesStoredSessions in [false, true] {
+            var registry = ReactorRegistry()
+            registry.register("profile") { (parameters: ProfileParameters, context) in
+                guard (parameters.age ?? 0) <= 30 || (sparesStoredSessions && context.isRestoration) else { throw TooOld() }
+                return ProfileReactor(userID: parameters.userID)
+            }
+            let stricter = inProcessServer(registry: registry) { $0.store = store }
+            try stricter.start()
+            defer { stricter.shutdown() }
+            let client = HTTPClient(base: "http://127.0.0.1:\(stricter.port)")
+            let greeted = try await client.post("/reactors/\(id)/actions?wait=true", #""greet""#)
+            #expect(greeted.status == (sparesStoredSessions ? 200 : 500))
+            let refused = try await client.post("/reactors", #"{"type":"profile","parameters":{"userID":"bo","age":31}}"#)
+            #expect(refused.status == 422)
+            #expect(refused.text.contains("age must be at most 30"))
+        }
     }
 
     @Test func badOrMissingParametersAre422NamingTheFieldAndCreateNothing() async throws {

@@ -15,6 +15,18 @@ public struct CreationContext: Sendable, Codable, Equatable {
     /// an admin) it is served to. Nil when the service authenticates nobody.
     public var subject: String?
 
+    /// Whether the factory is making the reactor of a stored session again (after a restart, a
+    /// passivation, or on another node) rather than that of a new one. A check the factory
+    /// gained after sessions were created can spare those sessions: a stored session whose
+    /// factory throws is refused (`500 stored-session-incompatible`) for as long as it does.
+    /// Never stored: false at creation, true at every activation.
+    public var isRestoration = false
+
+    // `isRestoration` is not kept with the session.
+    private enum CodingKeys: String, CodingKey {
+        case idempotencyKey, remoteAddress, subject
+    }
+
     /// A context, created by nobody in particular.
     public init(idempotencyKey: String? = nil, remoteAddress: String? = nil) {
         self.idempotencyKey = idempotencyKey

@@ -64,7 +64,7 @@ public struct ReactorRegistry: Sendable {
     /// ```
     /// An error `make` throws answers `422` (its description is the detail) and creates nothing.
     /// The context is stored with the session: `make` gets the same one whenever the session is
-    /// brought back.
+    /// brought back, with ``CreationContext/isRestoration`` then true.
     /// - Parameters:
     ///   - name: the name clients use in `POST /reactors {"type": name}`.
     ///   - summary: one line describing the type, shown by `GET /types`.
@@ -101,7 +101,9 @@ public struct ReactorRegistry: Sendable {
     /// Parameters that do not decode answer `422` naming the field, and create nothing; so does
     /// an error `make` throws (its description is the detail). The parameters and the context
     /// are stored with the session, and `make` is called with the same ones whenever the session
-    /// is brought back (after a restart, a passivation, or on another node).
+    /// is brought back (after a restart, a passivation, or on another node), with
+    /// ``CreationContext/isRestoration`` then true: a check added later can spare the sessions
+    /// made before it.
     /// - Parameters:
     ///   - name: the name clients use in `POST /reactors {"type": name}`.
     ///   - summary: one line describing the type, shown by `GET /types`.
@@ -207,7 +209,7 @@ package struct RegisteredType: Sendable {
         }
         let upgradesReported = Locked<Set<[String]>>([])
         self.restore = { id, context, stored throws(HostingError) in
-            let creation: InstanceCreation
+            var creation: InstanceCreation
             if let json = stored.creation {
                 guard let decoded = InstanceCreation(json: json) else {
                     throw HostingError.storedSessionIncompatible("its stored creation parameters are not JSON")
@@ -216,6 +218,7 @@ package struct RegisteredType: Sendable {
             } else {
                 creation = InstanceCreation()
             }
+            creation.context.isRestoration = true
             let reactor: R
             do throws(HostingError) {
                 reactor = try make(creation)
