@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -254,6 +255,9 @@ def test_an_action_that_ends_the_process_ends_it_at_most_twice(start_server):
         database.execute("INSERT INTO actions(id, seq, action) VALUES (?, 2, ?)", (resent, b'"increase"'))
     database.close()
 
+    def no_core_file() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
     def ends(server: Server, what: str) -> None:
         assert server.process.wait(timeout=60) < 0, f"{what} did not end the process"
         server.stop()
@@ -265,17 +269,17 @@ def test_an_action_that_ends_the_process_ends_it_at_most_twice(start_server):
             pass  # the process may end before it answers
 
     # Acknowledged, shows its loading state; 300 ms later its change overflows.
-    second = start_server("--counter-delay-ms", "300", store=store)
+    second = start_server("--counter-delay-ms", "300", store=store, preexec_fn=no_core_file)
     stream = second.events(served)
     assert second.request("POST", f"/reactors/{served}/actions", '"increase"').status == 202
     stream.states_until(lambda state: state["isLoading"])
     ends(second, "the overflow")
     # The recovery hook makes the same change.
-    third = start_server("--counter-delay-ms", "300", store=store)
+    third = start_server("--counter-delay-ms", "300", store=store, preexec_fn=no_core_file)
     request_until_it_ends(third, f"/reactors/{served}")
     ends(third, "the recovery hook's overflow")
     # The action sent again makes it too.
-    fourth = start_server("--counter-delay-ms", "300", store=store)
+    fourth = start_server("--counter-delay-ms", "300", store=store, preexec_fn=no_core_file)
     request_until_it_ends(fourth, f"/reactors/{resent}")
     ends(fourth, "the overflow of the action sent again")
 
