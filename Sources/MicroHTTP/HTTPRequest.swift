@@ -54,10 +54,10 @@ public struct HTTPRequest: Sendable {
     /// Builds a request; `target` is the request target (path, optionally `?query`).
     public init(method: HTTPMethod, target: String, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         if let mark = target.firstIndex(of: "?") {
-            let (query, repeated) = PercentDecoding.query(target[target.index(after: mark)...])
+            let query = PercentDecoding.query(target[target.index(after: mark)...])
             parts = Parts(
-                method: method, path: String(target[..<mark]), query: query, repeatedQueryNames: repeated, headers: headers,
-                body: body, client: nil)
+                method: method, path: String(target[..<mark]), query: query.values, repeatedQueryNames: query.repeatedNames,
+                headers: headers, body: body, client: nil)
         } else {
             parts = Parts(
                 method: method, path: target, query: [:], repeatedQueryNames: [], headers: headers, body: body, client: nil)

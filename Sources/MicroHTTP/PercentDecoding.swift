@@ -42,15 +42,16 @@ enum PercentDecoding {
         return bytes.contains(UInt8(ascii: "%")) ? decodeOrKeep(text[...], plusAsSpace: false) : text
     }
 
-    /// Parses `a=1&b=x+y`: names and values percent-decoded, `+` as space, last value wins.
-    static func query(_ query: Substring) -> (values: [String: String], repeatedNames: Set<String>) {
+    /// Parses `a=1&b=x+y`: names and values percent-decoded, `+` as space, the last value of a
+    /// repeated name kept (and the name noted).
+    static func query(_ query: Substring) -> QueryParameters {
         var result = QueryParameters()
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             result.add(
                 decodeOrKeep(parts[0], plusAsSpace: true), parts.count > 1 ? decodeOrKeep(parts[1], plusAsSpace: true) : "")
         }
-        return (result.values, result.repeatedNames)
+        return result
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
