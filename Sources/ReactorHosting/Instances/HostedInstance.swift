@@ -299,9 +299,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         let label = InstanceID.logLabel(id)
         for interrupted in restored.interrupted {
             let seq = interrupted.sequence
-            context.restoredAction(.interrupted)
             reportAndSettle(
-                seq, level: .warning,
+                seq, .interrupted, level: .warning,
                 "action cut off before it settled, by a crash or a stop that did not wait for it; handed to the reactor's recovery hook",
                 metadata: ["reducedMutations": "\(interrupted.reducedMutations)"],
                 errorType: "InterruptedAction",
@@ -310,9 +309,8 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             )
         }
         for (seq, attempts) in restored.abandoned {
-            context.restoredAction(.abandoned)
             reportAndSettle(
-                seq, level: .error,
+                seq, .abandoned, level: .error,
                 "an acknowledged action was being run again after a restart when the process ended again, perhaps because of it; reported and not run again",
                 metadata: ["type": "\(typeName)", "attempts": "\(attempts)"],
                 errorType: "AbandonedAction",
@@ -321,9 +319,9 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             )
         }
         for (seq, reason) in restored.undecodable {
-            context.restoredAction(.undecodable)
             reportAndSettle(
-                seq, level: .error, "an acknowledged action no longer decodes as this type's Action; reported and not applied",
+                seq, .undecodable, level: .error,
+                "an acknowledged action no longer decodes as this type's Action; reported and not applied",
                 metadata: ["type": "\(typeName)", "error": "\(reason)"],
                 errorType: "UndecodableAction",
                 message:
@@ -351,11 +349,13 @@ final class HostedReactor<R: Reactor>: HostedInstance {
         }
     }
 
-    /// Logs what became of the restored action `seq`, reports it on the instance's next streams
-    /// as an `error` event, and settles its record.
+    /// Logs what became of the restored action `seq` (`outcome`, which the metrics count),
+    /// reports it on the instance's next streams as an `error` event, and settles its record.
     private func reportAndSettle(
-        _ seq: UInt64, level: Logger.Level, _ log: Logger.Message, metadata: Logger.Metadata, errorType: String, message: String
+        _ seq: UInt64, _ outcome: RestoredActionOutcome, level: Logger.Level, _ log: Logger.Message, metadata: Logger.Metadata,
+        errorType: String, message: String
     ) {
+        context.restoredAction(outcome)
         context.logger.log(
             level: level, log, metadata: metadata.merging(["instance": "\(InstanceID.logLabel(id))", "action": "\(seq)"]) { $1 })
         timeline.retain(event: context.errorEvent(MutationFailure(actionSequence: seq, errorType: errorType, message: message)))
