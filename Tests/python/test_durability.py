@@ -175,6 +175,14 @@ def hammer_until_killed(server: Server, counters: list[str], clients: int, ackno
     return hammers
 
 
+def first_error(stream):
+    """The stream's first `error` event (None if it ends first)."""
+    report = stream.next()
+    while report is not None and report.event != "error":
+        report = stream.next()
+    return report
+
+
 def restored_actions(server: Server, outcome: str) -> float:
     """reactor_store_restored_actions_total for one outcome."""
     text = server.request("GET", "/metrics").body.decode()
@@ -210,9 +218,7 @@ def test_each_pending_action_an_activation_finds_is_counted_by_what_became_of_it
     streams = {counter: second.events(counter) for counter in counters}
     for counter, error_type in ((cut_off, "InterruptedAction"), (attempted, "AbandonedAction"),
                                 (undecodable, "UndecodableAction")):
-        report = streams[counter].next()
-        while report is not None and report.event != "error":
-            report = streams[counter].next()
+        report = first_error(streams[counter])
         assert report is not None and report.json()["errorType"] == error_type, report
     for stream in streams.values():
         stream.close()
@@ -285,9 +291,7 @@ def test_an_action_that_ends_the_process_ends_it_at_most_twice(start_server):
 
     fifth = start_server("--counter-delay-ms", "0", store=store)
     errors = fifth.events(resent)
-    report = errors.next()
-    while report is not None and report.event != "error":
-        report = errors.next()
+    report = first_error(errors)
     assert report is not None and report.json()["errorType"] == "AbandonedAction" and report.json()["action"] == 2, report
     errors.close()
     for counter in (resent, served):
@@ -372,9 +376,7 @@ def test_kill_mid_flight_finishes_every_acknowledged_action_once(start_server):
     restarted = start_server("--counter-delay-ms", "300", store=store)
     for counter in counters:
         errors = restarted.events(counter)
-        report = errors.next()
-        while report is not None and report.event != "error":
-            report = errors.next()
+        report = first_error(errors)
         assert report is not None and report.json()["action"] == 1, report
         errors.close()
         state = settled_state(restarted, counter)["state"]
