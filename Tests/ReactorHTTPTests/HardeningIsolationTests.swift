@@ -101,7 +101,9 @@ final class HostileReactor: Reactor {
         registry.register("hostile") { HostileReactor() }
         registry.register("counter", exampleActions: CounterReactor.exampleActions) { CounterReactor(delay: .zero) }
         var configuration = ReactorServiceConfiguration()
-        configuration.waitTimeout = .milliseconds(300)
+        // Short enough that the wait on a mutation that never ends answers soon, long enough that
+        // a loaded machine (sanitizers, every suite at once) answers the others' waits within it.
+        configuration.waitTimeout = .seconds(2)
         configuration.heartbeatInterval = .milliseconds(200)
         configuration.reactorThreads = 2
         configuration.stallTimeout = stallTimeout
