@@ -30,6 +30,13 @@ package enum JSONCoding {
         bytes.allSatisfy { $0 < 0x80 } || String(validating: bytes, as: UTF8.self) != nil
     }
 
+    /// Whether stored `bytes` may go out as they are, as an event's `data:` line and as a value
+    /// inside a JSON answer: UTF-8 JSON that parses, on one line. Valid JSON holds a line break
+    /// only as whitespace between tokens, where it would end the `data:` line early.
+    package static func isSingleLineJSON(_ bytes: [UInt8]) -> Bool {
+        JSONSyntax.isValid(bytes, lineBreaks: false) && isUTF8(bytes)
+    }
+
     /// A sentence naming what a decoding error found wrong, and where. `parsed`: the JSON is
     /// known to parse (creation parameters, read from a body that did), so corrupt data at the
     /// top level is what Foundation reports, without the field's path, for a number its field

@@ -187,9 +187,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
             restoring: reactor.currentState,
             version: resumedVersion,
             json: restored?.stateJSON,
-            // Kept even when versions were skipped: nothing replays across the gap (a client that
-            // saw any of them gets the state), but the history route still lists them.
-            history: restored.map { $0.skipsVersions ? $0.stored.history : Array($0.stored.history.dropLast()) } ?? [],
+            history: restored?.history ?? [],
             // When each stored version was published is not kept; which action produced it is.
             origins: restored?.stored.history.map { VersionOrigin(version: $0.version, producedBy: $0.producedBy, publishedAt: nil) } ?? [],
             historyCapacity: context.historyCapacity,

@@ -245,6 +245,14 @@ package struct RegisteredType: Sendable {
                     "stored states of this type lack keys its State has now; each is filled from the initial state (reported once per set of keys)",
                     metadata: ["type": "\(name)", "filled": "\(restoration.filledKeys.joined(separator: ", "))"])
             }
+            if let damaged = restoration.damagedHistory {
+                context.logger.error(
+                    "the stored history of a session is damaged: its versions up to the damaged one are not sent again (a client resuming from one of them gets the state)",
+                    metadata: [
+                        "instance": "\(InstanceID.logLabel(id))", "type": "\(name)", "damaged-version": "\(damaged.through)",
+                        "versions-left-out": "\(damaged.count)",
+                    ])
+            }
             return HostedReactor(
                 id: id, typeName: name, owner: creation.context.subject, reactor: reactor, context: context,
                 restored: restoration)

@@ -12,6 +12,13 @@ struct Restoration<R: Reactor> {
     let stateJSON: [UInt8]
     /// The keys filled from the initial state (see ``StoredStateDecoding``); usually none.
     let filledKeys: [String]
+    /// The stored versions before the restored one that clients may be sent again (by
+    /// `Last-Event-ID` and the history route), oldest first: those after the newest whose stored
+    /// JSON is damaged (see ``JSONCoding/isSingleLineJSON(_:)``), which go out as they are stored.
+    let history: [SessionBatch.Version]
+    /// The versions of the stored history left out because one of them is damaged (that one
+    /// and every older one), and the newest damaged version; nil when none is.
+    let damagedHistory: (count: Int, through: UInt64)?
     let unstarted: [(seq: UInt64, action: R.Action, json: [UInt8])]
     let interrupted: [InterruptedAction<R.Action>]
     /// Acknowledged actions an earlier build stored that this build's `Action` cannot decode,
@@ -30,7 +37,9 @@ struct Restoration<R: Reactor> {
     var skipsVersions: Bool { resumedVersion != stored.version }
 
     /// The version the instance resumes at.
-    var resumedVersion: UInt64 {
+    var resumedVersion: UInt64 { Self.resumedVersion(of: stored) }
+
+    private static func resumedVersion(of stored: StoredSession) -> UInt64 {
         let aheadOfStore = stored.publishedAhead ? stored.version + GroupCommitter.versionsShownAheadLimit + 1 : stored.version
         let pastRestore = stored.shownThrough > stored.version ? stored.shownThrough + 1 : stored.version
         return max(aheadOfStore, pastRestore)
@@ -43,7 +52,21 @@ struct Restoration<R: Reactor> {
         let decoded = try StoredStateDecoding.decode(R.State.self, stored: stored.state, initialState: initialStateJSON)
         state = decoded.state
         filledKeys = decoded.filledKeys
-        stateJSON = decoded.filledKeys.isEmpty ? stored.state : JSONCoding.encodeState(decoded.state)
+        // Stored bytes that decode yet break a line (a state written by hand, pretty-printed)
+        // would end an event's `data:` line early: the decoded state is encoded again instead.
+        let storedAsSent = decoded.filledKeys.isEmpty && !stored.state.contains(0x0A) && !stored.state.contains(0x0D)
+        stateJSON = storedAsSent ? stored.state : JSONCoding.encodeState(decoded.state)
+        // The restored version's own entry is its state, above, unless the versions resume past
+        // it. The history is kept even then: nothing replays across the gap (a client that saw
+        // any skipped version gets the state), but the history route still lists it.
+        let replayable = Self.resumedVersion(of: stored) != stored.version ? stored.history[...] : stored.history.dropLast()
+        if let damaged = replayable.lastIndex(where: { !JSONCoding.isSingleLineJSON($0.state) }) {
+            history = Array(replayable[(damaged + 1)...])
+            damagedHistory = (replayable.distance(from: replayable.startIndex, to: damaged) + 1, replayable[damaged].version)
+        } else {
+            history = Array(replayable)
+            damagedHistory = nil
+        }
         var unstarted: [(UInt64, R.Action, [UInt8])] = []
         var interrupted: [InterruptedAction<R.Action>] = []
         var undecodable: [(UInt64, String)] = []
