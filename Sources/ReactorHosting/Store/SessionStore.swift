@@ -133,7 +133,9 @@ public struct StoredSession: Sendable, Equatable {
     /// Milliseconds since 1970 of the last request that touched it.
     public var lastActivity: Int64
     /// The kept history, oldest first, ending with `version`: each version with its state's JSON
-    /// and the action that produced it.
+    /// and the action that produced it. An activation sends these bytes to clients as they are
+    /// (`Last-Event-ID`, the history route), once it has checked them: a version whose JSON does
+    /// not parse, or spans lines, is sent again by no one, nor is any version before it.
     public var history: [SessionBatch.Version]
     /// Accepted actions that had not settled, by sequence: `(seq, action JSON)`, with how many
     /// kept versions each produced.
