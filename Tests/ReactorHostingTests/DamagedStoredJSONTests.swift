@@ -83,6 +83,19 @@ import Testing
         #expect(try store.load(id: id)?.state == Array(pretty.utf8))
     }
 
+    /// A state decodes when what is damaged is a key its type does not read (Foundation's
+    /// decoder skips it unchecked), here a control character left raw in a string, which no strict
+    /// JSON reader takes: the state goes out encoded again, from what was decoded.
+    @Test func aStoredStateDamagedWhereItsTypeDoesNotReadIsSentEncodedAgain() throws {
+        let damaged = #"{"alertMessage":{"count":1,"value":"hi"},"isLoading":false,"note":"\#u{1}","value":7}"#
+        _ = try store.commit([.create(id: id, type: "counter", state: Array(damaged.utf8), lastActivity: 0)])
+        let host = makeHost()
+        defer { host.shutdown() }
+        let instance = try #require(try host.instance(id: id))
+        #expect(instance.timeline.latest.json == Array(#"{"alertMessage":{"count":1,"value":"hi"},"isLoading":false,"value":7}"#.utf8))
+        #expect(try store.load(id: id)?.state == Array(damaged.utf8))
+    }
+
     @Test(arguments: [
         ("{\"a\":1}", true), ("[1,\"two\",null]", true), ("\"text\"", true), ("3", true),
         ("{\"a\":1", false), ("{\"a\":1}x", false), ("{\"a\":\n1}", false), ("{\"a\":1}\r", false), ("", false),

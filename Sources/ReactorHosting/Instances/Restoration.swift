@@ -52,9 +52,10 @@ struct Restoration<R: Reactor> {
         let decoded = try StoredStateDecoding.decode(R.State.self, stored: stored.state, initialState: initialStateJSON)
         state = decoded.state
         filledKeys = decoded.filledKeys
-        // Stored bytes that decode yet break a line (a state written by hand, pretty-printed)
-        // would end an event's `data:` line early: the decoded state is encoded again instead.
-        let storedAsSent = decoded.filledKeys.isEmpty && !stored.state.contains(0x0A) && !stored.state.contains(0x0D)
+        // Stored bytes that decode yet could not go out as they are (Foundation's decoder takes a
+        // control character left raw in a string; a state written by hand can span lines, which
+        // would end an event's `data:` line early): the decoded state is encoded again instead.
+        let storedAsSent = decoded.filledKeys.isEmpty && JSONCoding.isSingleLineJSON(stored.state)
         stateJSON = storedAsSent ? stored.state : JSONCoding.encodeState(decoded.state)
         // The restored version's own entry is its state, above, unless the versions resume past
         // it. The history is kept even then: nothing replays across the gap (a client that saw
