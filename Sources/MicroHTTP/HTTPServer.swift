@@ -85,7 +85,7 @@ public final class HTTPServer: Sendable {
             // Bounded polling: completions arrive on the loops' threads.
             usleep(2_000)
         }
-        core.stopHeartbeatTimer()
+        core.stopTimers()
         daemons.stop()
     }
 }

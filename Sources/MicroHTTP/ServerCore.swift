@@ -7,7 +7,7 @@ final class ServerCore: Sendable {
     private struct Registry {
         var streams: [UInt64: HTTPStream] = [:]
         var responders: [ObjectIdentifier: HTTPResponder] = [:]
-        var heartbeatTimer: Task<Void, Never>?
+        var heartbeats: RepeatingThread?
         var memoryTrimmer: Task<Void, Never>?
     }
 
@@ -38,11 +38,10 @@ final class ServerCore: Sendable {
         let id = nextStreamID.add(1, ordering: .relaxed).oldValue
         let stream = HTTPStream(
             id: id, source: source, heartbeat: heartbeat, connection: connection, server: self, hangUps: hangUps, socket: socket)
-        let startTimer = registry.withLock { registry -> Bool in
+        registry.withLock { registry in
             registry.streams[id] = stream
-            return heartbeat != nil && registry.heartbeatTimer == nil
+            if heartbeat != nil, registry.heartbeats == nil { registry.heartbeats = Self.startHeartbeats(registry: self.registry) }
         }
-        if startTimer { startHeartbeatTimer() }
         return stream
     }
 
@@ -58,10 +57,10 @@ final class ServerCore: Sendable {
 
     // MARK: Deferred replies
 
-    // Neither a responder nor the heartbeat timer holds the server weakly: a weak reference gives
+    // Neither a responder nor the heartbeat thread holds the server weakly: a weak reference gives
     // an object a side table for good, and every retain and release of it then takes the slow
     // path, here for every request. They hold the registry, which lets go of both: a responder
-    // when it responds (`HTTPServer.shutdown` answers those left), the timer when stopped.
+    // when it responds (`HTTPServer.shutdown` answers those left), the thread when stopped.
 
     func makeResponder(connection: ConnectionHandle) -> HTTPResponder {
         let registry = self.registry
@@ -76,30 +75,24 @@ final class ServerCore: Sendable {
 
     // MARK: Heartbeats
 
-    /// One timer per server: each tick looks at every stream with a heartbeat and wakes those idle
-    /// for their interval. It sleeps until the earliest next deadline (at most 250 ms, so a newly
-    /// opened stream is seen in time); idle streams are neither polled nor resumed in between.
-    private func startHeartbeatTimer() {
-        let registry = self.registry
-        let task = Task.detached {
-            while !Task.isCancelled {
-                let now = MonotonicClock.nanoseconds()
-                var next = now + 250_000_000
-                for stream in registry.withLock({ Array($0.streams.values) }) {
-                    if let due = stream.heartbeatTick(now: now) { next = min(next, due) }
-                }
-                let wait = max(next &- now, 1_000_000)
-                try? await Task.sleep(for: .nanoseconds(Int64(clamping: wait)))
+    /// One heartbeat thread per server, started with its first stream that has a heartbeat: each
+    /// run looks at every stream with a heartbeat and wakes those idle for their interval, then
+    /// sleeps until the earliest next deadline (at most 250 ms, so a newly opened stream is seen in
+    /// time); idle streams are neither polled nor resumed in between. A thread of its own, not a
+    /// task: a task that blocks Swift's cooperative threads (a handler's or a reactor's blocking
+    /// call) would otherwise hold back every stream's heartbeat, and a proxy's idle timeout would
+    /// then cut streams the server means to keep. Nil when no thread could be started: the next
+    /// stream with a heartbeat tries again.
+    private static func startHeartbeats(registry: Locked<Registry>) -> RepeatingThread? {
+        var error: Int32 = 0
+        return RepeatingThread(named: "rs-heartbeat", firstWait: .zero, error: &error) { _ in
+            let now = MonotonicClock.nanoseconds()
+            var next = now + 250_000_000
+            for stream in registry.withLock({ Array($0.streams.values) }) {
+                if let due = stream.heartbeatTick(now: now) { next = min(next, due) }
             }
+            return .nanoseconds(Int64(clamping: max(next &- now, 1_000_000)))
         }
-        let extra = registry.withLock { registry -> Task<Void, Never>? in
-            if registry.heartbeatTimer == nil {
-                registry.heartbeatTimer = task
-                return nil
-            }
-            return task
-        }
-        extra?.cancel()
     }
 
     // MARK: Memory
@@ -128,14 +121,16 @@ final class ServerCore: Sendable {
         for stream in openStreams { stream.wake() }
     }
 
-    func stopHeartbeatTimer() {
-        let timers = registry.withLock { registry -> [Task<Void, Never>] in
+    /// Stops the heartbeat thread (waiting for it) and the memory trimmer.
+    func stopTimers() {
+        let (heartbeats, trimmer) = registry.withLock { registry in
             defer {
-                registry.heartbeatTimer = nil
+                registry.heartbeats = nil
                 registry.memoryTrimmer = nil
             }
-            return [registry.heartbeatTimer, registry.memoryTrimmer].compactMap { $0 }
+            return (registry.heartbeats, registry.memoryTrimmer)
         }
-        timers.forEach { $0.cancel() }
+        heartbeats?.stop()
+        trimmer?.cancel()
     }
 }

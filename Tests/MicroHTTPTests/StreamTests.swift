@@ -2,6 +2,7 @@ import Foundation
 import Locking
 import MicroHTTP
 import Synchronization
+import TestSupport
 import Testing
 
 /// Subscribers of an event-stream endpoint, as a service would keep them.
@@ -178,6 +179,22 @@ private func sseHandler(
         #expect(result.json["body"] as? String == expected)
     }
 
+    /// The heartbeat keeps its time on a thread of its own: with every thread of Swift's
+    /// concurrency pool blocked (as a handler's or a reactor's blocking call holds one), an idle
+    /// stream still gets its ping. On a timer task, it got none until the pool was free again.
+    @Test func heartbeatIsWrittenWhileTheConcurrencyPoolIsBlocked() async throws {
+        let heartbeat = HTTPHeartbeat(interval: .milliseconds(20), bytes: Array(": ping\n\n".utf8))
+        let server = try startServer(handler: sseHandler(Subscribers(), heartbeat: heartbeat))
+        defer { server.shutdown() }
+        let port = server.port
+        let received = await whileTheConcurrencyPoolIsBlocked {
+            receive(port: port, path: "/events", until: ": ping\n\n", seconds: 5)
+        }
+        let event = try #require(received.range(of: "data: hello\n\n"))
+        let ping = try #require(received.range(of: ": ping\n\n"))
+        #expect(event.upperBound <= ping.lowerBound)
+    }
+
     @Test func overflowPolicies() {
         let conflating = HTTPBufferedStreamSource(capacity: 2, overflow: .conflate)
         #expect(conflating.write([1]) && conflating.write([2]) && conflating.write([3]))
@@ -218,4 +235,24 @@ private func sseHandler(
         server.shutdown()
         #expect(try await client.output == "503")
     }
+}
+
+/// Sends `GET path` on a socket of its own (blocking, no task involved) and returns what arrives,
+/// headers and chunk framing included, until `marker` has arrived, the connection ends, or
+/// `seconds` pass with nothing new (a failure guard).
+private func receive(port: UInt16, path: String, until marker: String, seconds: Int) -> String {
+    guard case .success(let socket) = connectToLoopback(port: port) else { return "" }
+    defer { close(socket) }
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    _ = setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    guard send(socket, request, request.count, 0) == request.count else { return "" }
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while !String(decoding: received, as: UTF8.self).contains(marker) {
+        let count = recv(socket, &buffer, buffer.count, 0)
+        guard count > 0 else { break }
+        received += buffer[..<count]
+    }
+    return String(decoding: received, as: UTF8.self)
 }

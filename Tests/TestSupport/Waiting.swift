@@ -29,3 +29,27 @@ public func finishes(_ body: @escaping @Sendable () -> Void) async -> Bool {
     }.start()
     return await wait(for: finished)
 }
+
+/// Runs `body` on a thread of its own while every thread of the concurrency pool is held by a task
+/// that blocks (as a handler's or a reactor's blocking call would hold it), and returns what it
+/// returned: work that needs the pool cannot run until `body` has returned.
+///
+/// The pool is taken to be as wide as the CPUs online, as Dispatch makes it on Linux. Each blocking
+/// task waits at most 30 s for `body` to end, and `body` waits at most 10 s for them to start, so
+/// a wrong width makes the test weaker, never stuck.
+public func whileTheConcurrencyPoolIsBlocked<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    let width = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    let started = DispatchSemaphore(value: 0)
+    let released = DispatchSemaphore(value: 0)
+    for _ in 0..<width {
+        Task.detached {
+            started.signal()
+            _ = released.wait(timeout: .now() + 30)
+        }
+    }
+    return await onAThreadOfItsOwn {
+        for _ in 0..<width { _ = started.wait(timeout: .now() + 10) }
+        defer { for _ in 0..<width { released.signal() } }
+        return body()
+    }
+}
