@@ -193,13 +193,17 @@ package final class SpawnedProcess: Sendable {
         timeout: Duration
     ) async throws -> (termination: ProcessTermination, output: [UInt8]) {
         let process = try SpawnedProcess(executable: executable, arguments: arguments)
-        let deadline = Task {
-            do { try await Task.sleep(for: timeout) } catch { return }
+        // Timed on a thread of its own: a timer task would fire late, or not at all, while the
+        // concurrency pool's threads are blocked.
+        let exited = DispatchSemaphore(value: 0)
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        Thread.detachNewThread {
+            guard exited.wait(timeout: .now() + seconds) == .timedOut else { return }
             process.signal(SIGTERM)
-            do { try await Task.sleep(for: .seconds(5)) } catch { return }
+            guard exited.wait(timeout: .now() + 5) == .timedOut else { return }
             process.signal(SIGKILL)
         }
-        defer { deadline.cancel() }
+        defer { exited.signal() }
         let output = await onOwnThread { process.readOutputToEnd() }
         return (await process.waitForExit(), output)
     }
