@@ -24,11 +24,12 @@ struct SessionQueuesTests {
     }
 
     /// Cancelling the task that waits cancels the request: the counter changes 10 minutes after
-    /// the action, and the request waits for that, so an uncancelled one would outlast the
-    /// suite's time limit. (With 5 s, a run under ThreadSanitizer on 2 cores once took longer than
-    /// that to cancel, and the request was answered first.)
+    /// the action, and the request waits for that (the server's `?wait=true` budget is as long),
+    /// so an uncancelled one would outlast the suite's time limit. (With 5 s, a run under
+    /// ThreadSanitizer on 2 cores once took longer than that to cancel, and the request was
+    /// answered first; with the default budget of 10 s, it was once answered `202`.)
     @Test func cancellingTheCallerCancelsTheRequest() async throws {
-        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "600000"])
+        let server = try await ServerProcess(arguments: ["--counter-delay-ms", "600000", "--wait-timeout-ms", "600000"])
         let counter = try await RemoteReactor<CounterReactor>.create(type: "counter", at: server.url)
         let session = URLSession(configuration: .ephemeral, delegate: nil, delegateQueue: SessionQueues.delegateQueue())
         var request = URLRequest(
