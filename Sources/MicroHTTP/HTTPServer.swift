@@ -57,8 +57,8 @@ public final class HTTPServer: Sendable {
     ///
     /// Order: ask every loop to stop accepting → mark shutting down and resume every stream →
     /// wait until every loop has stopped accepting and for in-flight requests and streams (at
-    /// half of `shutdownTimeout`, pending deferred replies are answered 503 and remaining streams
-    /// ended) → stop the loops and their daemons → close the listen socket. A daemon is never
+    /// half of `shutdownTimeout`, the configuration's `beforeRefusingPendingReplies` runs if
+    /// replies are pending, those still pending are answered 503 and remaining streams ended) → stop the loops and their daemons → close the listen socket. A daemon is never
     /// stopped while a connection is suspended. Safe to call more than once.
     public func shutdown() {
         let daemons = phase.withLock { phase -> Daemons? in
@@ -77,6 +77,7 @@ public final class HTTPServer: Sendable {
         while core.inFlightRequests > 0 || !daemons.isQuiesced, clock.now - start < timeout {
             if !forced, clock.now - start >= timeout / 2 {
                 forced = true
+                if !core.pendingResponders.isEmpty { core.configuration.beforeRefusingPendingReplies?() }
                 for responder in core.pendingResponders {
                     responder.respond(core.configuration.errorResponse(503, "Server shutting down"))
                 }

@@ -38,6 +38,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// Upper bound on the wait for in-flight requests and streams during ``HTTPServer/shutdown()``.
     /// Deferred replies still pending at half of it are answered 503; streams still open then are ended.
     public var shutdownTimeout: Duration = .seconds(10)
+    /// Called once during ``HTTPServer/shutdown()``, on the thread shutting down, when half of
+    /// ``shutdownTimeout`` has passed with deferred replies still pending, just before those still
+    /// pending are answered 503: a handler whose deferred replies have a better answer by then
+    /// (`202 Accepted` for work taken on and not finished) gives it here. Nil, the default:
+    /// every pending reply is answered 503.
+    public var beforeRefusingPendingReplies: (@Sendable () -> Void)? = nil
     /// Builds replies to errors found by the server itself (413, 431, 400 …): status, short detail.
     public var errorResponse: @Sendable (_ status: Int, _ detail: String) -> HTTPResponse = { status, detail in
         HTTPResponse.text(detail + "\n", status: status)

@@ -52,6 +52,13 @@ public final class ReactorServer: Service, Sendable {
         httpConfiguration.errorResponse = { status, detail in
             service.serverErrorResponse(status: status, detail: detail)
         }
+        // Requests still waiting for their action when a stop stops waiting for them are answered
+        // 202, as accepted, not refused.
+        let beforeRefusing = httpConfiguration.beforeRefusingPendingReplies
+        httpConfiguration.beforeRefusingPendingReplies = {
+            beforeRefusing?()
+            service.answerWaitingRequestsAsAccepted()
+        }
         if httpConfiguration.libraryMessageHandler == nil {
             httpConfiguration.libraryMessageHandler = LibraryMessageLog(logger: logger).log
         }
@@ -95,8 +102,11 @@ public final class ReactorServer: Service, Sendable {
     public var port: UInt16 { http.port }
 
     /// Stops gracefully: stops accepting, answers in-flight requests, ends every event stream
-    /// with its last events and an `end` event, then disposes every instance. With a store other
-    /// nodes share, the instances are first committed and released, and their streams end with
+    /// with its last events and an `end` event, then disposes every instance. A request waiting
+    /// for its action (`?wait=true`) is answered as usual if the action finishes within half of
+    /// the HTTP server's `shutdownTimeout` (5 s by default), and `202`, as accepted, after that
+    /// (see ``ReactorService/answerWaitingRequestsAsAccepted()``). With a store other nodes
+    /// share, the instances are first committed and released, and their streams end with
     /// `moved`, so clients resume on another node at once.
     public func shutdown() {
         phase.withLock { $0 = .stopped }

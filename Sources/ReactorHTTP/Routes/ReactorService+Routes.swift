@@ -106,7 +106,8 @@ extension ReactorService {
         let timeout = configuration.waitTimeout
         return .deferred(
             HTTPResponse.deferred { responder in
-                let reply = ReplyOnce(responder: responder, scope: scope)
+                let waitingRequests = self.waitingRequests
+                let reply = ReplyOnce(responder: responder, scope: scope) { waitingRequests.remove($0) }
                 // The 202 a request without the wait gets, once the action's record is committed.
                 let acceptance: @Sendable () -> Void = {
                     let accepted = Self.marked(
@@ -114,6 +115,8 @@ extension ReactorService {
                     guard let ticket else { return reply.send(accepted) }
                     ticket.whenCommitted { outcome in reply.send(outcome == .committed ? accepted : Self.notCommitted(outcome)) }
                 }
+                // Or the acceptance when the server stops first.
+                self.waitingRequests.add(reply, acceptance: acceptance)
                 // The state, once the action's own record and the states it produced are committed:
                 // a 200 acknowledges the action as much as a 202 does.
                 instance.whenSettled(receipt) { outcome in

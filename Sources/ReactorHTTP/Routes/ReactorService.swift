@@ -29,6 +29,8 @@ public final class ReactorService: Sendable {
     let cors: CrossOriginPolicy
     /// Serves the requests that need the session store, so no event loop waits for it.
     let storeWork = BlockingWorkPool()
+    /// The `?wait=true` requests not yet answered, for a stop to answer.
+    let waitingRequests = WaitingRequests()
 
     /// Creates a service serving the registered reactor types.
     public init(
@@ -176,6 +178,17 @@ public final class ReactorService: Sendable {
     /// `timeout` passed.
     public func finishQueuedActions(within timeout: Duration) {
         host.finishQueuedActions(within: timeout)
+    }
+
+    /// Answers every `?wait=true` request still waiting as a request without the wait is
+    /// answered (`202` with the action's sequence number, once its record is committed), and
+    /// each one that comes later at once. For a stop that will wait no longer for the actions
+    /// (``ReactorServer`` calls it through `HTTPServerConfiguration.beforeRefusingPendingReplies`):
+    /// the actions were accepted, so the clients are told so, where the HTTP server would refuse
+    /// the requests still pending, and a client that then sent one again would have its action
+    /// applied twice.
+    public func answerWaitingRequestsAsAccepted() {
+        waitingRequests.answerAllAsAccepted()
     }
 
     /// With a store other nodes share, hands every instance over to them (see

@@ -103,14 +103,21 @@ final class ReplyOnce: Sendable {
     private let responder: HTTPResponder
     private let scope: RequestScope
     private let sent = Atomic<Bool>(false)
+    private let whenSent: (@Sendable (ReplyOnce) -> Void)?
 
-    init(responder: HTTPResponder, scope: RequestScope) {
+    /// `whenSent` is called once the reply is sent, with this reply.
+    init(responder: HTTPResponder, scope: RequestScope, whenSent: (@Sendable (ReplyOnce) -> Void)? = nil) {
         self.responder = responder
         self.scope = scope
+        self.whenSent = whenSent
     }
 
     func send(_ response: HTTPResponse) {
         guard !sent.exchange(true, ordering: .acquiringAndReleasing) else { return }
         responder.respond(scope.finish(response))
+        whenSent?(self)
     }
+
+    /// Whether ``send(_:)`` has been called.
+    var hasBeenSent: Bool { sent.load(ordering: .acquiring) }
 }

@@ -13,13 +13,16 @@ func inProcessCounterServer(configure: (inout ReactorServiceConfiguration) -> Vo
     return inProcessServer(registry: registry, configure: configure)
 }
 
-/// A `ReactorServer` in the test's own process serving `registry`, as ``inProcessCounterServer(configure:)``.
-func inProcessServer(registry: ReactorRegistry, configure: (inout ReactorServiceConfiguration) -> Void = { _ in })
-    -> ReactorServer
-{
+/// A `ReactorServer` in the test's own process serving `registry`, as ``inProcessCounterServer(configure:)``;
+/// `configureHTTP` adjusts the HTTP server's configuration.
+func inProcessServer(
+    registry: ReactorRegistry, configure: (inout ReactorServiceConfiguration) -> Void = { _ in },
+    http configureHTTP: (inout HTTPServerConfiguration) -> Void = { _ in }
+) -> ReactorServer {
     var http = HTTPServerConfiguration()
     http.port = 0
     http.threads = 1
+    configureHTTP(&http)
     var configuration = ReactorServiceConfiguration()
     configuration.reactorThreads = 1
     // `?wait=true` answers 202 once this runs out: a test that waits for an action must not
