@@ -30,7 +30,7 @@ package final class RepeatingThread: Sendable {
             {
                 var wait = firstWait
                 var runs = 0
-                while stopRequested.wait(timeout: .now() + wait.seconds) == .timedOut {
+                while stopRequested.wait(timeout: .now() + wait.timeInterval) == .timedOut {
                     wait = body(runs)
                     runs += 1
                 }
@@ -54,6 +54,8 @@ package final class RepeatingThread: Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds, as Dispatch takes it.
-    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    /// The duration in seconds, as Dispatch and SQL intervals take it.
+    package var timeInterval: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }

@@ -58,8 +58,9 @@ public final class HTTPServer: Sendable {
     /// Order: ask every loop to stop accepting → mark shutting down and resume every stream →
     /// wait until every loop has stopped accepting and for in-flight requests and streams (at
     /// half of `shutdownTimeout`, the configuration's `beforeRefusingPendingReplies` runs if
-    /// replies are pending, those still pending are answered 503 and remaining streams ended) → stop the loops and their daemons → close the listen socket. A daemon is never
-    /// stopped while a connection is suspended. Safe to call more than once.
+    /// replies are pending, those still pending are answered 503 and remaining streams ended) →
+    /// stop the loops and their daemons → close the listen socket. A daemon is never stopped while
+    /// a connection is suspended. Safe to call more than once.
     public func shutdown() {
         let daemons = phase.withLock { phase -> Daemons? in
             defer { phase = .stopped }

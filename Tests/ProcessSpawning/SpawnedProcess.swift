@@ -196,7 +196,7 @@ package final class SpawnedProcess: Sendable {
         // Timed on a thread of its own: a timer task would fire late, or not at all, while the
         // concurrency pool's threads are blocked.
         let exited = DispatchSemaphore(value: 0)
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let seconds = timeout.timeInterval
         Thread.detachNewThread {
             guard exited.wait(timeout: .now() + seconds) == .timedOut else { return }
             process.signal(SIGTERM)

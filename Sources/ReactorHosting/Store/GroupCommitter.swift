@@ -653,10 +653,3 @@ package final class GroupCommitter: Sendable {
         queue.withLock { $0.fenced.subtract(ids) }
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as Dispatch and SQL intervals take it.
-    package var timeInterval: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
