@@ -23,11 +23,17 @@ struct ConnectionHandle: @unchecked Sendable {
     }
 }
 
-/// Monotonic time in nanoseconds (coarse clock: cheap enough for every write).
+/// Monotonic time in nanoseconds.
 enum MonotonicClock {
-    static func nanoseconds() -> UInt64 {
+    /// The coarse clock (a tick of a few milliseconds): cheap enough for every write.
+    static func nanoseconds() -> UInt64 { read(CLOCK_MONOTONIC_COARSE) }
+
+    /// The precise clock, for spans shorter than the coarse clock's tick.
+    static func preciseNanoseconds() -> UInt64 { read(CLOCK_MONOTONIC) }
+
+    private static func read(_ clock: clockid_t) -> UInt64 {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        clock_gettime(clock, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -58,6 +58,10 @@ final class DaemonContext: Sendable {
     let core: ServerCore
     let waker: LoopWaker
     let hangUps: HangUpWatch
+    /// How many of the daemon's connections hold a deferred reply without being suspended. Only
+    /// the loop thread reads and changes it (the access handler and the completion callback run
+    /// there); an atomic because the context is shared with other threads for its other fields.
+    let heldReplies = Atomic<Int>(0)
 
     init(core: ServerCore, waker: LoopWaker, hangUps: HangUpWatch) {
         self.core = core
@@ -127,6 +131,10 @@ final class EventLoop: Sendable {
                 wait = 0
             } else if MHD_get_timeout(daemon.raw, &timeout) == MHD_Result.YES {
                 wait = Int32(clamping: timeout)
+                // A connection holding a deferred reply stays among the daemon's ready ones, so the
+                // daemon asks for no wait at all. Its reply wakes the loop; until then, look again
+                // each millisecond, so a reply held too long gets its connection suspended.
+                if wait == 0, context.heldReplies.load(ordering: .relaxed) > 0 { wait = 1 }
             }
             let ready = withUnsafeMutableBytes(of: &descriptors) { buffer in
                 poll(buffer.baseAddress!.assumingMemoryBound(to: pollfd.self), 3, wait)

@@ -5,6 +5,8 @@ public final class HTTPResponder: Sendable {
     private struct State {
         var response: HTTPResponse?
         var responded = false
+        /// Whether the connection was suspended to wait for the reply (see ``suspendUnlessAnswered()``).
+        var suspended = false
     }
 
     private let state = Locked(State())
@@ -27,14 +29,16 @@ public final class HTTPResponder: Sendable {
     }
 
     /// Sends `response`. Only the first call counts; later calls are ignored.
-    /// The connection was suspended before the responder was handed out, so resuming here is
-    /// always paired with exactly one suspension.
+    ///
+    /// The connection is either held (not suspended: the loop looks for the reply each time it
+    /// runs, so waking it is enough) or suspended under this lock by ``suspendUnlessAnswered()``,
+    /// which checks first that no reply has come: a resume here always follows its suspension.
     public func respond(_ response: HTTPResponse) {
         let first = state.withLock { state -> Bool in
             guard !state.responded else { return false }
             state.responded = true
             state.response = response
-            connection?.resume()
+            if state.suspended { connection?.resume() } else { connection?.waker.wake() }
             return true
         }
         if first { onRespond(self) }
@@ -42,6 +46,18 @@ public final class HTTPResponder: Sendable {
 
     /// Whether `respond(_:)` has been called.
     public var hasResponded: Bool { state.withLock { $0.responded } }
+
+    /// Suspends the connection until the reply comes, unless it has come already (then returns
+    /// false: take it). Called on the connection's loop thread, from the access handler, once a
+    /// reply has been held for the configuration's `deferredReplyHold`, or at once when that is zero.
+    func suspendUnlessAnswered() -> Bool {
+        state.withLock { state in
+            guard !state.responded else { return false }
+            state.suspended = true
+            connection?.suspend()
+            return true
+        }
+    }
 
     /// Takes the stored response, once, on the server thread that resumed the connection.
     func takeResponse() -> HTTPResponse? {

@@ -62,7 +62,11 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: headers, kind: .stream(source, heartbeat))
     }
 
-    /// Reply later, from any thread: the connection is suspended until `responder.respond(_:)` is called (exactly once).
+    /// Reply later, from any thread, by calling `responder.respond(_:)` (only the first call counts).
+    ///
+    /// Until then the connection waits: held among the ready ones for up to
+    /// ``HTTPServerConfiguration/deferredReplyHold`` (so a reply that comes within a durable
+    /// store's commit costs no suspension), then suspended.
     public static func deferred(_ start: @escaping @Sendable (HTTPResponder) -> Void) -> HTTPResponse {
         HTTPResponse(status: 0, headers: [:], kind: .deferred(start))
     }

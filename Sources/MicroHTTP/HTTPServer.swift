@@ -45,6 +45,17 @@ public final class HTTPServer: Sendable {
         core.startMemoryTrimmer()
     }
 
+    /// How many requests have begun and not yet completed.
+    var inFlightRequests: Int { core.inFlightRequests }
+
+    /// How many deferred replies keep their connection held, not suspended, now.
+    var heldReplies: Int {
+        phase.withLock { phase in
+            guard case .running(let daemons, _) = phase else { return 0 }
+            return daemons.loops.reduce(0) { $0 + $1.context.heldReplies.load(ordering: .relaxed) }
+        }
+    }
+
     /// The bound port (after start; 0 before).
     public var port: UInt16 {
         phase.withLock { phase in

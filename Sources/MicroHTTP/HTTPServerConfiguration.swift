@@ -28,6 +28,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// cheaper and streams smaller. Pools of 32 KiB or less come from `malloc`; the server returns
     /// freed heap to the system (`malloc_trim`) once enough of it is free.
     public var connectionMemoryLimit = 10 * 1024
+    /// How long a deferred reply (``HTTPResponse/deferred(_:)``) may keep its connection among
+    /// the ready ones before it is suspended. Held, the connection costs the event loop a look
+    /// each time it runs (and a run at least each millisecond); suspended, it leaves the
+    /// daemon's epoll set and comes back when answered: two `epoll_ctl` calls and a `recv` per
+    /// reply. So replies that come within about this long (a durable store's commit) are cheaper
+    /// held, and those that wait for slow work are suspended. Zero suspends at once.
+    public var deferredReplyHold: Duration = .milliseconds(10)
     /// Closes connections idle for this long (rounded up to whole seconds); nil never does.
     /// Suspended connections (idle streams, deferred replies) never time out.
     public var connectionTimeout: Duration? = nil

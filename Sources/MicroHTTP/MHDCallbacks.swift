@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Glibc
+import Synchronization
 
 /// The C callbacks handed to libmicrohttpd. All are nonisolated static functions; their context
 /// arrives through `cls` as an unmanaged reference (the calling daemon's ``DaemonContext``).
@@ -27,7 +28,17 @@ enum MHDCallbacks {
         let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
 
         if let responder = context.responder {
-            // Resumed after a deferred reply.
+            // Called again while a deferred reply is held, or resumed after it was suspended.
+            if let response = responder.takeResponse() {
+                context.responder = nil
+                endHold(context, daemon: daemon)
+                return queue(response, on: connection, context: context, daemon: daemon)
+            }
+            guard context.heldSince != 0, MonotonicClock.preciseNanoseconds() &- context.heldSince >= core.replyHoldNanoseconds else {
+                return yes
+            }
+            endHold(context, daemon: daemon)
+            if responder.suspendUnlessAnswered() { return yes }
             context.responder = nil
             let response = responder.takeResponse() ?? core.configuration.errorResponse(500, "No response")
             return queue(response, on: connection, context: context, daemon: daemon)
@@ -173,8 +184,19 @@ enum MHDCallbacks {
             guard let context else { return no }
             let responder = core.makeResponder(connection: ConnectionHandle(raw: connection, waker: daemon.waker))
             context.responder = responder
-            // Suspend before the responder escapes, so its resume always follows this suspend.
-            MHD_suspend_connection(connection)
+            if core.replyHoldNanoseconds == 0 {
+                // Suspend before the responder escapes, so its resume always follows this suspend.
+                _ = responder.suspendUnlessAnswered()
+            } else {
+                // Held, not suspended: libmicrohttpd calls the handler again each time the loop
+                // runs until it queues a response, and the reply wakes the loop. Suspending would
+                // take the connection out of the daemon's epoll set and put it back (two
+                // `epoll_ctl` calls and a `recv` per request), which costs a reply that comes
+                // within a commit more than the few calls that find it missing; one held longer
+                // than the configuration's `deferredReplyHold` is suspended then.
+                context.heldSince = MonotonicClock.preciseNanoseconds()
+                daemon.heldReplies.add(1, ordering: .relaxed)
+            }
             start(responder)
             return yes
         }
@@ -186,6 +208,13 @@ enum MHDCallbacks {
         let result = MHD_queue_response(connection, status, mhdResponse)
         MHD_destroy_response(mhdResponse)
         return result
+    }
+
+    /// Ends the hold of a deferred reply, if it was held.
+    private static func endHold(_ context: RequestContext, daemon: DaemonContext) {
+        guard context.heldSince != 0 else { return }
+        context.heldSince = 0
+        daemon.heldReplies.subtract(1, ordering: .relaxed)
     }
 
     /// A libmicrohttpd response holding a copy of `body`, with `headers`.
@@ -234,8 +263,12 @@ enum MHDCallbacks {
     static let notifyCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         guard let cls, let conCls, let pointer = conCls.pointee else { return }
         conCls.pointee = nil
-        let core = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().core
+        let daemon = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+        let core = daemon.core
         let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
+        // A connection that ends while its reply is held (the daemon stopping, or its timeout
+        // when shorter than the hold): the reply, when it comes, goes nowhere.
+        endHold(context, daemon: daemon)
         if let stream = context.stream {
             core.streamClosed(stream, reason: closeReason(termination, shuttingDown: core.isShuttingDown))
         }

@@ -5,5 +5,8 @@ final class RequestContext {
     @exclusivity(unchecked) var body: [UInt8] = []
     @exclusivity(unchecked) var bodyTooLarge = false
     @exclusivity(unchecked) var responder: HTTPResponder?
+    /// When the deferred reply began to be held without suspending the connection (monotonic
+    /// nanoseconds); 0 when none is held.
+    @exclusivity(unchecked) var heldSince: UInt64 = 0
     @exclusivity(unchecked) var stream: HTTPStream?
 }

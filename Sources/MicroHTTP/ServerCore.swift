@@ -18,9 +18,14 @@ final class ServerCore: Sendable {
     private let nextStreamID = Atomic<UInt64>(1)
     private let registry = Locked(Registry())
 
+    /// ``HTTPServerConfiguration/deferredReplyHold`` in nanoseconds.
+    let replyHoldNanoseconds: UInt64
+
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
         self.handler = handler
+        let (seconds, attoseconds) = max(.zero, configuration.deferredReplyHold).components
+        replyHoldNanoseconds = UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
 
     var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }

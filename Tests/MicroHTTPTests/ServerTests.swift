@@ -321,6 +321,51 @@ import Testing
         #expect(result.output == String(repeating: "now", count: 10))
     }
 
+    @Test func aDeferredReplyHeldPastItsHoldIsSuspendedThenDelivered() async throws {
+        let responders = Locked<[HTTPResponder]>([])
+        let started = EventCounter()
+        let server = try startServer({ $0.deferredReplyHold = .milliseconds(1) }) { _ in
+            .deferred { responder in
+                responders.withLock { $0.append(responder) }
+                started.signal()
+            }
+        }
+        defer { server.shutdown() }
+        async let client = Clients.curl(["http://127.0.0.1:\(server.port)/late"])
+        #expect(await started.wait(for: 1))
+        // Held from the start, then suspended once the hold is over (the loop runs each
+        // millisecond while a reply is held): nothing held any more, and the reply still to come.
+        #expect(await eventually { server.heldReplies == 0 })
+        responders.withLock { $0 }.first?.respond(.text("late"))
+        #expect(try await client.output == "late")
+    }
+
+    @Test func aReplyHeldForAClientThatLeftEndsItsRequest() async throws {
+        let responders = Locked<[HTTPResponder]>([])
+        let started = EventCounter()
+        let server = try startServer({ $0.deferredReplyHold = .seconds(600) }) { request in
+            if request.path == "/now" { return .text("now") }
+            return .deferred { responder in
+                responders.withLock { $0.append(responder) }
+                started.signal()
+            }
+        }
+        defer { server.shutdown() }
+        do {
+            let connection = try #require(RawConnection(port: server.port))
+            #expect(connection.send("GET /held HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+            #expect(await started.wait(for: 1))
+            #expect(server.heldReplies == 1)
+        }  // the connection closes here
+        // libmicrohttpd reads nothing more from a connection once its request is whole, so the
+        // leaving is seen when the reply is written: the request then ends, nothing is held, and
+        // the server goes on serving.
+        #expect(server.inFlightRequests == 1)
+        responders.withLock { $0 }.first?.respond(.text("too late"))
+        #expect(await eventually { server.inFlightRequests == 0 && server.heldReplies == 0 })
+        #expect(try await Clients.curl(["http://127.0.0.1:\(server.port)/now"]).output == "now")
+    }
+
     @Test func asyncResponseFromTask() async throws {
         let server = try startServer { request in
             .async {

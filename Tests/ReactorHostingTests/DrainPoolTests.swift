@@ -60,15 +60,6 @@ private func settled<R: Reactor>(_ reactor: R, _ receipt: ActionReceipt) async {
     }
 }
 
-/// Waits for a condition another thread makes true; bounded as a failure guard.
-private func eventually(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        try #require(ContinuousClock.now < deadline, "condition not met in 10 s")
-        await Task.yield()
-    }
-}
-
 @Suite struct DrainPoolTests {
     @Test func actionsFromManyThreadsAreAppliedOnThePoolExactlyOnceAndInOrder() async {
         let pool = DrainPool(size: 2, stallTimeout: nil)
@@ -157,7 +148,7 @@ private func eventually(_ condition: () -> Bool) async throws {
         // When the stalled call returns, the reactor takes actions again and the extra thread retires.
         stuck.gate.signal()
         await settled(stuck, queuedBehind)
-        try await eventually { !stuck.isStalled && pool.threadCount == 1 }
+        try #require(await eventually { !stuck.isStalled && pool.threadCount == 1 })
         #expect(reports.withLock { $0 } == [true, false])
         let receipt = try #require(stuck.sendUnlessStalled(.add(2)))
         await settled(stuck, receipt)
@@ -188,7 +179,7 @@ private func eventually(_ condition: () -> Bool) async throws {
         first.gate.signal()
         await settled(first, firstQueued)
         other.send(.add(5))
-        try await eventually { other.currentState.total == 5 }
+        try #require(await eventually { other.currentState.total == 5 })
         second.gate.signal()
     }
 
@@ -199,9 +190,9 @@ private func eventually(_ condition: () -> Bool) async throws {
         stuck.applyActions(on: pool)
         stuck.send(.hold)
         #expect(await wait(for: stuck.holding))
-        try await eventually { stuck.isStalled && pool.threadCount == 2 }
+        try #require(await eventually { stuck.isStalled && pool.threadCount == 2 })
         stuck.gate.signal()
-        try await eventually { !stuck.isStalled }
+        try #require(await eventually { !stuck.isStalled })
     }
 
     @Test func waitUntilIdleWaitsForQueuedActionsButNotForStalledTurns() async {
@@ -234,7 +225,7 @@ private func eventually(_ condition: () -> Bool) async throws {
         reactor.applyActions(on: pool)
         await settled(reactor, reactor.send(.add(1)))
         pool.shutdown()
-        try await eventually { pool.threadCount == 0 }
+        try #require(await eventually { pool.threadCount == 0 })
     }
 }
 

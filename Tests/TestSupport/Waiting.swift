@@ -53,3 +53,14 @@ public func whileTheConcurrencyPoolIsBlocked<T: Sendable>(_ body: @escaping @Sen
         return body()
     }
 }
+
+/// Waits until `condition`, which another thread makes true, holds; looks again each
+/// millisecond. False when `timeout` passed first (a failure guard, not a timing).
+public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}
