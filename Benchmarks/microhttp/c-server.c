@@ -8,7 +8,11 @@
  * resumes every suspended one after each MHD_run and runs MHD again, which calls the handler
  * once more to queue the reply. On the loop's own thread, with no allocation: what it adds over
  * answering at once is libmicrohttpd's suspend and resume alone.
- * Usage: c-server PORT [THREADS] [deferred]; PORT 0 takes a free one. Once listening it prints
+ * With `held`, the reply waits as reactor-server holds one (a deferred reply within
+ * `deferredReplyHold`): the handler's final call queues nothing, the connection stays among the
+ * daemon's ready ones, and the loop runs MHD again, which calls the handler once more to queue
+ * the reply: what it adds is that second call and run alone.
+ * Usage: c-server PORT [THREADS] [deferred|held]; PORT 0 takes a free one. Once listening it prints
  * "listening on http://127.0.0.1:PORT", as reactor-server does. */
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -24,14 +28,14 @@
 #include <unistd.h>
 
 static const char BODY[] = "{\"value\":1}";
-/* A request's con_cls: started (headers read), then, when deferred, suspended. */
-static int started, suspended;
-static int deferred;
+/* A request's con_cls: started (headers read), then, when deferred, suspended (or held). */
+static int started, suspended, held;
+static int deferred, holding;
 
 /* One event loop: its daemon, and (deferred) the connections suspended since it last ran it. */
 struct loop {
   struct MHD_Daemon *daemon; int epoll_fd; int wake_fd; pthread_t thread;
-  struct MHD_Connection **suspended; unsigned suspended_count;
+  struct MHD_Connection **suspended; unsigned suspended_count; unsigned held_count;
 };
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -44,6 +48,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     *con_cls = &suspended;
     loop->suspended[loop->suspended_count++] = c;
     MHD_suspend_connection(c);
+    return MHD_YES;
+  }
+  if (holding && *con_cls == &started) {
+    struct loop *loop = cls;
+    *con_cls = &held;
+    loop->held_count++;
     return MHD_YES;
   }
   struct MHD_Response *r = MHD_create_response_from_buffer(sizeof BODY - 1, (void *)BODY, MHD_RESPMEM_PERSISTENT);
@@ -68,6 +78,10 @@ static void *run(void *arg) {
       loop->suspended_count = 0;
       MHD_run(loop->daemon);
     }
+    if (loop->held_count > 0) {
+      loop->held_count = 0;
+      MHD_run(loop->daemon);
+    }
   }
   return NULL;
 }
@@ -76,6 +90,7 @@ int main(int argc, char **argv) {
   unsigned port = argc > 1 ? (unsigned)atoi(argv[1]) : 8081;
   unsigned threads = argc > 2 ? (unsigned)atoi(argv[2]) : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
   deferred = argc > 3 && strcmp(argv[3], "deferred") == 0;
+  holding = argc > 3 && strcmp(argv[3], "held") == 0;
   if (threads < 1) threads = 1;
   if (threads > 64) threads = 64;
   struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -95,6 +110,7 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < threads; i++) {
     loops[i].suspended = calloc(limit, sizeof *loops[i].suspended);
     loops[i].suspended_count = 0;
+    loops[i].held_count = 0;
     loops[i].daemon = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, port, NULL, NULL, handler, &loops[i],
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_END);
