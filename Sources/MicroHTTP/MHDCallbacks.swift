@@ -34,11 +34,12 @@ enum MHDCallbacks {
                 endHold(context, daemon: daemon)
                 return queue(response, on: connection, context: context, daemon: daemon)
             }
-            guard context.heldSince != 0, MonotonicClock.preciseNanoseconds() &- context.heldSince >= core.replyHoldNanoseconds else {
-                return yes
+            if context.heldSince != 0 {
+                guard MonotonicClock.preciseNanoseconds() &- context.heldSince >= core.replyHoldNanoseconds else { return yes }
+                endHold(context, daemon: daemon)
+                if responder.suspendUnlessAnswered() { return yes }
             }
-            endHold(context, daemon: daemon)
-            if responder.suspendUnlessAnswered() { return yes }
+            // Answered just now, or (never expected) resumed without an answer.
             context.responder = nil
             let response = responder.takeResponse() ?? core.configuration.errorResponse(500, "No response")
             return queue(response, on: connection, context: context, daemon: daemon)
