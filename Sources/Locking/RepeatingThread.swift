@@ -52,10 +52,3 @@ package final class RepeatingThread: Sendable {
         pthread_join(running, nil)
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as Dispatch and SQL intervals take it.
-    package var timeInterval: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

@@ -1,3 +1,5 @@
+import Locking
+
 /// An HTTP response: a status, header fields and one of several body kinds.
 public struct HTTPResponse: Sendable {
     /// How the body is produced.
@@ -107,8 +109,5 @@ public struct HTTPHeartbeat: Sendable {
         self.bytes = bytes
     }
 
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = interval.components
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
+    var nanoseconds: UInt64 { interval.nanoseconds }
 }

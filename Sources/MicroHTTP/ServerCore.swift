@@ -24,8 +24,7 @@ final class ServerCore: Sendable {
     init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
         self.handler = handler
-        let (seconds, attoseconds) = max(.zero, configuration.deferredReplyHold).components
-        replyHoldNanoseconds = UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+        replyHoldNanoseconds = configuration.deferredReplyHold.nanoseconds
     }
 
     var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }

@@ -437,13 +437,3 @@ package final class ReactorHost: Sendable {
         return now > nanoseconds ? now - nanoseconds : 0
     }
 }
-
-extension Duration {
-    /// The duration in whole nanoseconds (saturating).
-    package var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
-    }
-}
