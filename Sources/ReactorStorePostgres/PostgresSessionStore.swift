@@ -265,6 +265,23 @@ public final class PostgresSessionStore: SessionStore, SessionExporting {
         return outcome
     }
 
+    public func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError) {
+        let pairs = attempts.flatMap { id, seqs in seqs.map { (id, Int64(bitPattern: $0)) } }
+        if pairs.isEmpty { return }
+        let ids = pairs.map(\.0)
+        let seqs = pairs.map(\.1)
+        let logger = self.logger
+        try writer.run { connection in
+            // Whichever node serves the session now: an attempt this process counted did not end it.
+            _ = try connection.run(
+                """
+                UPDATE reactor_actions a SET attempts = a.attempts - 1
+                FROM unnest(\(ids)::text[], \(seqs)::bigint[]) AS w(id, seq)
+                WHERE a.id = w.id AND a.seq = w.seq AND a.attempts > 0
+                """, logger: logger)
+        }
+    }
+
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         // In batches, each a call of its own: a sweep after a long quiet spell can find many, and
         // one statement deleting them all could outlast the link's timeout and hold up commits.

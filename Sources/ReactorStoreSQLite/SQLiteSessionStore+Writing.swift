@@ -360,6 +360,30 @@ extension SQLiteSessionStore {
         }
     }
 
+    public func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError) {
+        if attempts.isEmpty { return }
+        try writer.withLock { connection throws(SessionStoreError) in
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SessionStoreError) {
+                // In place: an integer's new value takes no new page, so this commits on a full disk too.
+                let withdraw = try connection.statement(
+                    "UPDATE actions SET attempts = attempts - 1 WHERE id = ? AND seq = ? AND attempts > 0")
+                for (id, seqs) in attempts {
+                    for seq in seqs {
+                        withdraw.reset()
+                        withdraw.bind(1, id)
+                        withdraw.bind(2, seq)
+                        try withdraw.run()
+                    }
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     public func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String] {
         // Found by a scan on the reading connection, which never holds up a commit: no index on
         // last activity, which every version would otherwise rewrite.

@@ -106,4 +106,5 @@ private final class FakeInstance: HostedInstance {
     func whenSettled(_ receipt: ActionReceipt, reportingCommit body: @escaping @Sendable (CommitOutcome) -> Void) { body(.committed) }
     func dispose(_ reason: StreamEndReason?) {}
     var departure: InstanceDeparture? { nil }
+    var wasDroppedByFailedCommit: Bool { false }
 }

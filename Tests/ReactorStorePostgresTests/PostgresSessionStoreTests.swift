@@ -166,6 +166,14 @@ struct PostgresSessionStoreTests {
             try store.load(id: id)?.pendingActions == [
                 PendingAction(seq: 1, action: bytes(#""x""#), attempts: 2), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 1),
             ])
+        // A process that stops cleanly takes back the attempts it counted: one each, never below
+        // none, and nothing for a record that is not stored (settled meanwhile).
+        try store.withdrawAttempts([id: [1, 3, 2, 9], newID(): [1]])
+        try store.withdrawAttempts([id: [3]])
+        #expect(
+            try store.load(id: id)?.pendingActions == [
+                PendingAction(seq: 1, action: bytes(#""x""#), attempts: 1), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 0),
+            ])
     }
 
     /// As an activation writes it when the action it sends again takes the sequence of one it

@@ -735,6 +735,14 @@ import Testing
                 PendingAction(seq: 1, action: bytes(#""x""#), attempts: 2), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 1),
             ])
         #expect(try reopened.load(id: "b") == nil)
+        // A process that stops cleanly takes back the attempts it counted: one each, never below
+        // none, and nothing for a record that is not stored (settled meanwhile).
+        try reopened.withdrawAttempts(["a": [1, 3, 2, 9], "b": [1]])
+        try reopened.withdrawAttempts(["a": [3]])
+        #expect(
+            try reopened.load(id: "a")?.pendingActions == [
+                PendingAction(seq: 1, action: bytes(#""x""#), attempts: 1), PendingAction(seq: 3, action: bytes(#""y""#), attempts: 0),
+            ])
     }
 
     /// As an activation writes it when the action it sends again takes the sequence of one it

@@ -35,6 +35,8 @@ package final class InstanceContext: Sendable {
     let tracer: (any Tracer)?
     /// Told what an activation did with each acknowledged action it found pending.
     let restoredAction: @Sendable (RestoredActionOutcome) -> Void
+    /// The attempts to run pending actions again that this process counted.
+    let attempts: AttemptLedger
 
     package init(
         now: @escaping @Sendable () -> UInt64, wallClock: @escaping @Sendable () -> Int64,
@@ -43,7 +45,7 @@ package final class InstanceContext: Sendable {
         stallChanged: @escaping @Sendable (Bool) -> Void,
         errorEvent: @escaping @Sendable (MutationFailure) -> [UInt8],
         mutationFailed: @escaping @Sendable () -> Void, tracer: (any Tracer)? = nil,
-        restoredAction: @escaping @Sendable (RestoredActionOutcome) -> Void = { _ in }
+        restoredAction: @escaping @Sendable (RestoredActionOutcome) -> Void = { _ in }, attempts: AttemptLedger = AttemptLedger()
     ) {
         self.now = now
         self.wallClock = wallClock
@@ -59,6 +61,7 @@ package final class InstanceContext: Sendable {
         self.mutationFailed = mutationFailed
         self.tracer = tracer
         self.restoredAction = restoredAction
+        self.attempts = attempts
     }
 }
 
@@ -105,6 +108,9 @@ package protocol HostedInstance: AnyObject, Sendable {
     /// How the instance went, once ``dispose(_:)`` began (before the work it cancels settles);
     /// nil while it serves.
     var departure: InstanceDeparture? { get }
+    /// Whether a failed commit dropped it (see ``GroupCommitter``): memory must not run ahead of
+    /// the store, so it leaves memory, and nothing it queues any more is committed.
+    var wasDroppedByFailedCommit: Bool { get }
 }
 
 /// How an instance went: what became of an action still running when it did.
@@ -341,6 +347,7 @@ final class HostedReactor<R: Reactor>: HostedInstance {
                 context.committer?.enqueue(.accept(id: id, seq: receipt.sequence, action: json, key: key), of: queuedWrites)
                 // Its attempt, counted under its old number, moves with it.
                 context.committer?.enqueue(.attempt(id: id, seq: receipt.sequence), of: queuedWrites)
+                context.attempts.record(id: id, seq: receipt.sequence)
                 context.committer?.enqueue(.settle(id: id, seq: seq), of: queuedWrites)
             }
             settleWhenDone(receipt)
@@ -476,6 +483,11 @@ final class HostedReactor<R: Reactor>: HostedInstance {
     }
 
     package var departure: InstanceDeparture? { InstanceDeparture(rawValue: departed.load(ordering: .acquiring)) }
+
+    package var wasDroppedByFailedCommit: Bool {
+        guard let committer = context.committer, let queuedWrites else { return false }
+        return committer.hasDropped(queuedWrites)
+    }
 
     package func dispose(_ reason: StreamEndReason?) {
         // Before the reactor's work is cancelled, which settles its actions: whoever waits for

@@ -112,6 +112,23 @@ extension ReactorHost {
         _ = takeAllOutOfMemory(endingStreams: .shutdown, settlingWithin: configuration.stopGrace)
         drainPool?.shutdown()
         committer?.stop()
+        withdrawCountedAttempts()
         configuration.store?.close()
+    }
+
+    /// Takes back from the store the attempts this process counted (see ``AttemptLedger``): it
+    /// ends cleanly, so none of those actions ended it, and one still pending (its run again
+    /// could not commit) runs again in the next process rather than being reported abandoned.
+    private func withdrawCountedAttempts() {
+        guard let store = configuration.store else { return }
+        let counted = context.attempts.takeAll()
+        if counted.isEmpty { return }
+        do {
+            try store.withdrawAttempts(counted)
+        } catch {
+            logger.error(
+                "could not take back the attempts this process counted to run pending actions again: the next process reports those still pending instead of running them",
+                metadata: ["error": "\(error)", "sessions": "\(counted.count)"])
+        }
     }
 }

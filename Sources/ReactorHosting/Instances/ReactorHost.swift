@@ -60,7 +60,7 @@ package final class ReactorHost: Sendable {
     /// The threads applying every instance's actions; `nil` when the senders apply them.
     package let drainPool: DrainPool?
     package let committer: GroupCommitter?
-    private let context: InstanceContext
+    let context: InstanceContext
     let logger: Logger
     /// Each subject's sessions, under ``HostingConfiguration/maxInstancesPerSubject``.
     private let quota: SubjectQuota?
@@ -279,6 +279,11 @@ package final class ReactorHost: Sendable {
         }
         if let activated, activated !== instance {
             activated.dispose(nil)  // not expected: activations of an id take turns
+        } else if instance.wasDroppedByFailedCommit {
+            // What it ran again as it resumed could not be committed, before the table held it
+            // for the failure to take it out: memory never runs ahead of the store.
+            table.remove(id)?.dispose(.unavailable)
+            throw HostingError.storeUnavailable("the store could not commit what the session ran again as it was brought back")
         } else if deleting.withLock({ $0.contains(id) }) {
             // Deleted while it loaded: the store had it still, and is about to drop it. Memory
             // never keeps what the store no longer has (see `deleteStored`).

@@ -231,11 +231,14 @@ package struct RegisteredType: Sendable {
                 : JSONCoding.encodeState(reactor.initialState)
             let restoration: Restoration<R>
             do throws(HostingError) {
-                restoration = try Restoration<R>(stored, initialStateJSON: initialStateJSON)
+                restoration = try Restoration<R>(
+                    stored, initialStateJSON: initialStateJSON, countedHere: context.attempts.counted(id: id))
                 // Once the session is known to decode (an activation that fails before this runs
                 // nothing, and counts nothing), and before any of its pending actions runs again:
                 // one that ends the process must not do so at every activation.
-                if let committer = context.committer { try RecoveryAttempts.count(for: stored, id: id, on: committer) }
+                if let committer = context.committer {
+                    try RecoveryAttempts.count(for: stored, id: id, on: committer, ledger: context.attempts)
+                }
             } catch {
                 reactor.dispose()
                 throw error

@@ -16,18 +16,23 @@ enum RecoveryAttempts {
     static let commitTimeout: DispatchTimeInterval = .seconds(10)
 
     /// Whether the record of `pending` is run again (sent again or handed to the recovery hook)
-    /// by this activation, rather than abandoned.
-    static func runsAgain(_ pending: PendingAction) -> Bool {
-        pending.attempts < limit
+    /// by this activation, rather than abandoned. `countedHere`: the session's actions whose
+    /// attempt this process counted (see ``AttemptLedger``), which did not end it.
+    static func runsAgain(_ pending: PendingAction, countedHere: Set<UInt64>) -> Bool {
+        pending.attempts < limit || countedHere.contains(pending.seq)
     }
 
     /// Counts an attempt on every pending action of `stored` that this activation runs again,
-    /// and returns once that is committed, in either durability.
+    /// save those this process counted already (`ledger`, which records the others once
+    /// committed), and returns once that is committed, in either durability.
     /// - Throws: ``HostingError/storeUnavailable(_:)`` when the commit failed or did not come in
     ///   time, ``HostingError/ownedElsewhere(retryAfterSeconds:)`` when another node took the
     ///   session meanwhile: then nothing of the session runs.
-    static func count(for stored: StoredSession, id: String, on committer: GroupCommitter) throws(HostingError) {
-        let attempted = stored.pendingActions.filter(runsAgain)
+    static func count(
+        for stored: StoredSession, id: String, on committer: GroupCommitter, ledger: AttemptLedger
+    ) throws(HostingError) {
+        let countedHere = ledger.counted(id: id)
+        let attempted = stored.pendingActions.filter { runsAgain($0, countedHere: countedHere) && !countedHere.contains($0.seq) }
         guard let last = attempted.last else { return }
         for pending in attempted.dropLast() { committer.enqueue(.attempt(id: id, seq: pending.seq)) }
         // Batches commit in order: the last write's commit is every one's.
@@ -42,7 +47,8 @@ enum RecoveryAttempts {
             throw HostingError.storeUnavailable("the store did not commit the count of a restart's attempt to run its pending actions")
         }
         switch outcome.withLock({ $0 }) {
-        case .committed: return
+        case .committed:
+            for pending in attempted { ledger.record(id: id, seq: pending.seq) }
         case .overtaken: throw HostingError.ownedElsewhere(retryAfterSeconds: 1)
         case .failed, nil:
             throw HostingError.storeUnavailable("the store could not count a restart's attempt to run its pending actions")

@@ -47,7 +47,8 @@ struct Restoration<R: Reactor> {
 
     /// Decodes `stored`, filling keys its state lacks from `initialStateJSON`; throws
     /// ``HostingError/storedSessionIncompatible(_:)`` when the state still does not decode.
-    init(_ stored: StoredSession, initialStateJSON: [UInt8]) throws(HostingError) {
+    /// `countedHere`: its actions whose attempt this process counted (see ``AttemptLedger``).
+    init(_ stored: StoredSession, initialStateJSON: [UInt8], countedHere: Set<UInt64> = []) throws(HostingError) {
         self.stored = stored
         let decoded = try StoredStateDecoding.decode(R.State.self, stored: stored.state, initialState: initialStateJSON)
         state = decoded.state
@@ -74,7 +75,7 @@ struct Restoration<R: Reactor> {
         var abandoned: [(UInt64, Int)] = []
         let rawValue = RawValueDecoder(R.Action.self)
         for pending in stored.pendingActions {
-            guard RecoveryAttempts.runsAgain(pending) else {
+            guard RecoveryAttempts.runsAgain(pending, countedHere: countedHere) else {
                 abandoned.append((pending.seq, pending.attempts))
                 continue
             }

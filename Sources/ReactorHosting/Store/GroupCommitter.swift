@@ -251,7 +251,7 @@ package final class GroupCommitter: Sendable {
         }
         let (waits, signal, refused) = queue.withLock { queue -> (Bool, Bool, Bool) in
             let id = write.instanceID
-            if queue.fenced.contains(id) { return (true, false, true) }
+            if queue.fenced.contains(id) || session?.isDropped == true { return (true, false, true) }
             if !isSync, placeInSlot(write, of: session, awaitingCommit: awaitingCommit, in: &queue) {
                 return (false, false, false)
             }
@@ -509,7 +509,7 @@ package final class GroupCommitter: Sendable {
             }
             // Encoded here, off the threads that apply actions.
             let writes = queued.taken()
-            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes)
+            let outcome = writes.isEmpty ? (committed: true, refused: []) : commit(writes, of: queued.trackedSessions)
             // The answers and states of the batch resume connections: their event loops are
             // woken once each, after the last, rather than once per answer.
             WakeUpBatch.collecting {
@@ -555,14 +555,15 @@ package final class GroupCommitter: Sendable {
     /// Commits one batch; on failure reports it and, unless it tries again (async: see the
     /// type's description), has the instances it touched dropped.
     /// - Returns: whether it was committed, and the sessions whose writes the store refused as stale.
-    private func commit(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>) {
+    /// `sessions`: those whose instances queued writes of the batch with their ``QueuedSession``.
+    private func commit(_ writes: [SessionWrite], of sessions: [QueuedSession]) -> (committed: Bool, refused: Set<String>) {
         while true {
-            if let outcome = commitOnce(writes) { return outcome }
+            if let outcome = commitOnce(writes, of: sessions) { return outcome }
         }
     }
 
-    /// One try of ``commit(_:)``; nil when the batch is to be tried again.
-    private func commitOnce(_ writes: [SessionWrite]) -> (committed: Bool, refused: Set<String>)? {
+    /// One try of ``commit(_:of:)``; nil when the batch is to be tried again.
+    private func commitOnce(_ writes: [SessionWrite], of sessions: [QueuedSession]) -> (committed: Bool, refused: Set<String>)? {
         let started = DispatchTime.now().uptimeNanoseconds
         do {
             let stale = try store.commit(writes)
@@ -606,9 +607,15 @@ package final class GroupCommitter: Sendable {
                 logger.error(
                     "session store commit failed: the batch was not acknowledged; new work is refused for a while", metadata: metadata)
             }
-            drop(Set(writes.map(\.instanceID)), outcome: .failed, by: failedInstances)
+            drop(Set(writes.map(\.instanceID)), outcome: .failed, by: failedInstances, sessions: sessions)
             return (false, [])
         }
+    }
+
+    /// Whether `session`'s instance was dropped after a failed commit (see `drop`): it must
+    /// leave memory, and nothing it queues is committed.
+    package func hasDropped(_ session: QueuedSession) -> Bool {
+        queue.withLock { _ in session.isDropped }
     }
 
     /// Waits ``retryPause`` before a failed batch is tried again. False when the committer is
@@ -626,9 +633,15 @@ package final class GroupCommitter: Sendable {
     /// the writes they queued after the batch that failed (a version of an action whose record
     /// was in it) are taken out of the queue and fail, and their writes are refused until they
     /// have left memory. Otherwise a refused action's effect could still reach the store.
-    private func drop(_ ids: Set<String>, outcome: CommitOutcome, by dropping: @Sendable (Set<String>) -> Void) {
+    /// `sessions` are marked dropped for good: what their instances queue later (an action's
+    /// settle, which the reactor's thread may queue after the instance left the table, or an
+    /// instance still being activated, which the table does not hold yet) is refused too.
+    private func drop(
+        _ ids: Set<String>, outcome: CommitOutcome, by dropping: @Sendable (Set<String>) -> Void, sessions: [QueuedSession] = []
+    ) {
         let purged = queue.withLock { queue -> [CommitCompletion] in
             queue.fenced.formUnion(ids)
+            for session in sessions { session.isDropped = true }
             queue.writes.leaveOut(ids)
             for session in queue.slotted {
                 if let slot = session.slot, ids.contains(slot.id) { slot.clear() }

@@ -108,5 +108,16 @@ public final class InMemorySessionStore: SessionStore {
         }
     }
 
+    public func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError) {
+        sessions.withLock { sessions in
+            for (id, seqs) in attempts {
+                for seq in seqs {
+                    guard let counted = sessions[id]?.attempts[seq], counted > 0 else { continue }
+                    sessions[id]?.attempts[seq] = counted - 1
+                }
+            }
+        }
+    }
+
     public func close() {}
 }

@@ -56,6 +56,9 @@ struct QueuedBatch {
 
     var isEmpty: Bool { writes.isEmpty }
 
+    /// The sessions with writes queued with them in the batch, each once.
+    var trackedSessions: [QueuedSession] { sessions }
+
     /// Queues `write`, of the session `session` tracks when given. `carryableSince`, for the
     /// record of an action acknowledged at once: when it was queued (monotonic nanoseconds), so
     /// that it may wait for the next batch (see ``carryOver(queuedSince:into:)``). `settled`, for
@@ -193,7 +196,8 @@ struct QueuedBatch {
 package final class QueuedSession: @unchecked Sendable {
     // @unchecked: these properties are read and written only by `QueuedBatch.append(_:of:)`,
     // which runs only inside `GroupCommitter`'s `queue.withLock` (the one QueuedBatch there is
-    // the lock's state), and by `GroupCommitter` inside that same lock (`slottedIn`), so no two
+    // the lock's state), and by `GroupCommitter` inside that same lock (`slottedIn`,
+    // `isDropped`), so no two
     // threads ever touch them at once. Indices name writes of batch `batch` only: `join` forgets
     // them when the session is next queued in a later batch. `slot` is set once, at init, and
     // is Sendable itself.
@@ -226,6 +230,9 @@ package final class QueuedSession: @unchecked Sendable {
     /// settled did so within ``QueuedBatch/settleTiming`` of its record being queued (at first:
     /// yes), so that a commit may wait for its next ones.
     fileprivate var settlesQuickly = true
+    /// Whether a batch that held the session's writes failed, and the instance that queued them
+    /// was dropped: nothing more it queues may be committed (see ``GroupCommitter``'s `drop`).
+    var isDropped = false
 
     package init() {
         slot = nil

@@ -38,6 +38,14 @@ public protocol SessionStore: AnyObject, Sendable {
     /// - Returns: the ids of the sessions deleted.
     func deleteIdle(before cutoff: Int64, excluding: Set<String>) throws(SessionStoreError) -> [String]
 
+    /// Takes back one attempt (``SessionWrite/attempt(id:seq:)``) from each action `seq` of
+    /// session `id` in `attempts` that is still pending and counts one: this process counted
+    /// them and is ending cleanly, so none of them ended it. Without this, an action whose run
+    /// again after a restart could not commit (a full disk) would be abandoned by the next
+    /// process as if it had ended the last one. An action settled meanwhile is left as it is.
+    /// Called by a host as it stops, after its last commit.
+    func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError)
+
     /// Commits nothing more and releases the store's resources.
     func close()
 
@@ -75,6 +83,10 @@ extension SessionStore {
 
     /// A store in this process's own file system or memory: failures show in its commits.
     public var outage: SessionStoreError? { nil }
+
+    /// A store that does not take attempts back keeps them: the next process reports an action
+    /// whose run again this one counted and could not commit, rather than running it.
+    public func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError) {}
 
     /// A store of one process's own never loses a session to another.
     public func onOwnershipLost(_ handler: @escaping @Sendable (Set<String>) -> Void) {}
