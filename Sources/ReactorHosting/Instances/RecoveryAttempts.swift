@@ -19,7 +19,13 @@ enum RecoveryAttempts {
     /// by this activation, rather than abandoned. `countedHere`: the session's actions whose
     /// attempt this process counted (see ``AttemptLedger``), which did not end it.
     static func runsAgain(_ pending: PendingAction, countedHere: Set<UInt64>) -> Bool {
-        pending.attempts < limit || countedHere.contains(pending.seq)
+        pending.attempts < limit || isCountedAlready(pending, countedHere: countedHere)
+    }
+
+    /// Whether the attempt `pending` shows is this process's own. (A sequence the ledger names
+    /// may have been taken since by a new action, which shows none.)
+    private static func isCountedAlready(_ pending: PendingAction, countedHere: Set<UInt64>) -> Bool {
+        pending.attempts > 0 && countedHere.contains(pending.seq)
     }
 
     /// Counts an attempt on every pending action of `stored` that this activation runs again,
@@ -32,7 +38,9 @@ enum RecoveryAttempts {
         for stored: StoredSession, id: String, on committer: GroupCommitter, ledger: AttemptLedger
     ) throws(HostingError) {
         let countedHere = ledger.counted(id: id)
-        let attempted = stored.pendingActions.filter { runsAgain($0, countedHere: countedHere) && !countedHere.contains($0.seq) }
+        let attempted = stored.pendingActions.filter {
+            runsAgain($0, countedHere: countedHere) && !isCountedAlready($0, countedHere: countedHere)
+        }
         guard let last = attempted.last else { return }
         for pending in attempted.dropLast() { committer.enqueue(.attempt(id: id, seq: pending.seq)) }
         // Batches commit in order: the last write's commit is every one's.
