@@ -46,6 +46,20 @@ final class SQLiteConnection {
         guard status == SQLITE_OK else { throw error(status, doing: sql) }
     }
 
+    /// Runs `body` in an immediate (write) transaction: committed when it returns, rolled back
+    /// when it throws.
+    func immediateTransaction<Result>(_ body: () throws(SessionStoreError) -> Result) throws(SessionStoreError) -> Result {
+        try execute("BEGIN IMMEDIATE")
+        do throws(SessionStoreError) {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// The statement for `sql`, prepared once and reset before it is handed out.
     func statement(_ sql: String) throws(SessionStoreError) -> Statement {
         if let prepared = statements[sql] {

@@ -363,8 +363,7 @@ extension SQLiteSessionStore {
     public func withdrawAttempts(_ attempts: [String: [UInt64]]) throws(SessionStoreError) {
         if attempts.isEmpty { return }
         try writer.withLock { connection throws(SessionStoreError) in
-            try connection.execute("BEGIN IMMEDIATE")
-            do throws(SessionStoreError) {
+            try connection.immediateTransaction { () throws(SessionStoreError) in
                 // In place: an integer's new value takes no new page, so this commits on a full disk too.
                 let withdraw = try connection.statement(
                     "UPDATE actions SET attempts = attempts - 1 WHERE id = ? AND seq = ? AND attempts > 0")
@@ -376,10 +375,6 @@ extension SQLiteSessionStore {
                         try withdraw.run()
                     }
                 }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
             }
         }
     }
@@ -402,8 +397,7 @@ extension SQLiteSessionStore {
         if ids.isEmpty { return [] }
         return try writer.withLock { connection throws(SessionStoreError) -> [String] in
             var deleted: [String] = []
-            try connection.execute("BEGIN IMMEDIATE")
-            do throws(SessionStoreError) {
+            try connection.immediateTransaction { () throws(SessionStoreError) in
                 // Still idle: a session touched since the scan keeps its newer activity.
                 let stillIdle = try connection.statement("SELECT 1 FROM sessions WHERE id = ? AND last_activity < ?")
                 for id in ids {
@@ -417,10 +411,6 @@ extension SQLiteSessionStore {
                         deleted.append(id)
                     }
                 }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
             }
             journal.withLock { journal in for id in deleted { journal.forget(id) } }
             return deleted
