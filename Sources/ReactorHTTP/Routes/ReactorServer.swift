@@ -5,6 +5,14 @@ import MicroHTTP
 import ReactorHosting
 import ServiceLifecycle
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A reactor service on its own HTTP server, with idle-instance expiry running.
 ///
 /// It is a swift-service-lifecycle `Service`: run it in a `ServiceGroup`, which stops it
@@ -141,11 +149,19 @@ extension ReactorServer {
         // stop.
         try? await gracefulShutdown()
         logger.info("stopping")
-        // `shutdown()` blocks while requests in flight finish: off Swift's cooperative threads.
+        // `shutdown()` blocks while requests in flight finish: on a thread of its own, neither on
+        // Swift's cooperative threads nor on Dispatch's global queue, whose few threads (one per
+        // core) the work it waits for may need.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                self.shutdown()
+            let stop: @Sendable () -> Void = { [self] in
+                shutdown()
                 continuation.resume()
+            }
+            var error: Int32 = 0
+            if let thread = startThread(named: "rs-stop", stop, error: &error) {
+                pthread_detach(thread)
+            } else {
+                DispatchQueue.global().async(execute: stop)
             }
         }
     }
