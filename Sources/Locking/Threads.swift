@@ -36,6 +36,14 @@ package func startThread(named name: String? = nil, _ body: @escaping () -> Void
     return thread
 }
 
+/// Starts a detached thread running `body` (nobody joins it); false when the system could not
+/// start one (`errno`-style code in `error`). See ``startThread(named:_:error:)``.
+package func startDetachedThread(named name: String? = nil, _ body: @escaping () -> Void, error: inout Int32) -> Bool {
+    guard let thread = startThread(named: name, body, error: &error) else { return false }
+    pthread_detach(thread)
+    return true
+}
+
 /// What a new thread runs.
 private final class ThreadBody {
     let body: () -> Void

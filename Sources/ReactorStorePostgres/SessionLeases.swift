@@ -168,7 +168,7 @@ final class LeaseKeeper: Sendable {
         let seconds = period.timeInterval
         var error: Int32 = 0
         guard
-            let thread = startThread(
+            startDetachedThread(
                 named: "rs-leases",
                 { [stopping, stopped] in
                     while stopping.wait(timeout: .now() + seconds) == .timedOut { renew() }
@@ -177,7 +177,6 @@ final class LeaseKeeper: Sendable {
         else {
             fatalError("could not start the lease renewal thread (error \(error))")
         }
-        pthread_detach(thread)
     }
 
     /// Stops renewing; returns once the thread has.

@@ -93,9 +93,7 @@ final class BlockingWorkPool: Sendable {
             workArrived.signal()
         case .startThread:
             var error: Int32 = 0
-            if let thread = startThread(named: "rs-blocking", { [self] in work() }, error: &error) {
-                pthread_detach(thread)
-            } else {
+            if !startDetachedThread(named: "rs-blocking", { [self] in work() }, error: &error) {
                 // No thread to be had: the jobs wait for a running one, or are refused now.
                 let orphans = state.withLock { state -> ArraySlice<Job> in
                     state.threads -= 1

@@ -5,14 +5,6 @@ import MicroHTTP
 import ReactorHosting
 import ServiceLifecycle
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A reactor service on its own HTTP server, with idle-instance expiry running.
 ///
 /// It is a swift-service-lifecycle `Service`: run it in a `ServiceGroup`, which stops it
@@ -158,9 +150,7 @@ extension ReactorServer {
                 continuation.resume()
             }
             var error: Int32 = 0
-            if let thread = startThread(named: "rs-stop", stop, error: &error) {
-                pthread_detach(thread)
-            } else {
+            if !startDetachedThread(named: "rs-stop", stop, error: &error) {
                 DispatchQueue.global().async(execute: stop)
             }
         }

@@ -150,10 +150,9 @@ package final class GroupCommitter: Sendable {
         self.staleWriters = staleWriters
         self.failedInstances = failedInstances
         var error: Int32 = 0
-        guard let thread = startThread(named: "rs-commit", { [self] in run() }, error: &error) else {
+        guard startDetachedThread(named: "rs-commit", { [self] in run() }, error: &error) else {
             fatalError("could not start the session store's commit thread (error \(error))")
         }
-        pthread_detach(thread)
     }
 
     /// The error of the last failed commit, for ``retryPause`` after it: new work should then be

@@ -285,8 +285,7 @@ final class DrainPoolCore: @unchecked Sendable {
 /// Starts a detached thread running `body`.
 private func startThread(named name: String, _ body: @escaping () -> Void) {
     var error: Int32 = 0
-    guard let thread = Locking.startThread(named: name, body, error: &error) else {
+    guard startDetachedThread(named: name, body, error: &error) else {
         preconditionFailure("could not start a thread: error \(error)")
     }
-    pthread_detach(thread)
 }
