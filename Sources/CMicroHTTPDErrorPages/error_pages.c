@@ -7,6 +7,15 @@
 // every call to libmicrohttpd, except that a response made from one of its HTML pages is swapped,
 // when it is queued, for the response the installed builder makes (problem+json in the
 // service). Nothing else changes: libmicrohttpd still closes the connection after the error.
+//
+// One error it cannot send whole: a Content-Length that is not a number of bytes it can hold
+// ("abc", "-5", "5, 5", 21 digits). It finds it while parsing the header section, where its
+// error path builds the response head and then the parsing goes on to build it once more, so
+// the client gets the head twice (a 400 or 413 whose body is the second head). Its parser looks
+// the value up through `MHD_lookup_connection_value_n`, called through the PLT too, so the
+// definition below answers "no such header" for such a value: the request then reaches the
+// server's first call with its header lines, which still hold the value, and the server refuses
+// it there (MicroHTTP's framing checks), before any byte of a body is read.
 #define _GNU_SOURCE
 #include "error_pages.h"
 
@@ -16,9 +25,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct MHD_Response *(*create_from_buffer_fn)(size_t, void *, enum MHD_ResponseMemoryMode);
 typedef enum MHD_Result (*queue_response_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+typedef enum MHD_Result (*lookup_value_n_fn)(struct MHD_Connection *, enum MHD_ValueKind, const char *, size_t,
+                                             const char **, size_t *);
 
 static _Atomic(cmhd_error_page_builder) installed_builder;
 
@@ -46,12 +58,48 @@ static void *next_definition(_Atomic(void *) *cache, const char *name) {
 static _Atomic(void *) create_from_buffer_definition;
 static _Atomic(void *) queue_response_definition;
 
+static _Atomic(void *) lookup_value_n_definition;
+
 static create_from_buffer_fn real_create_from_buffer(void) {
     return (create_from_buffer_fn)next_definition(&create_from_buffer_definition, "MHD_create_response_from_buffer");
 }
 
 static queue_response_fn real_queue_response(void) {
     return (queue_response_fn)next_definition(&queue_response_definition, "MHD_queue_response");
+}
+
+static lookup_value_n_fn real_lookup_value_n(void) {
+    return (lookup_value_n_fn)next_definition(&lookup_value_n_definition, "MHD_lookup_connection_value_n");
+}
+
+/// Whether `value` is a Content-Length libmicrohttpd 0.9.75 reads without an error of its own:
+/// one or more decimal digits whose number fits in 64 bits.
+static int readable_length(const char *value, size_t size) {
+    if (value == NULL || size == 0) return 0;
+    uint64_t number = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (value[i] < '0' || value[i] > '9') return 0;
+        uint64_t digit = (uint64_t)(value[i] - '0');
+        if (number > (UINT64_MAX - digit) / 10) return 0;
+        number = number * 10 + digit;
+    }
+    return 1;
+}
+
+enum MHD_Result MHD_lookup_connection_value_n(struct MHD_Connection *connection, enum MHD_ValueKind kind,
+                                              const char *key, size_t key_size, const char **value_ptr,
+                                              size_t *value_size_ptr) {
+    const char *value = NULL;
+    size_t size = 0;
+    enum MHD_Result found = real_lookup_value_n()(connection, kind, key, key_size, &value, &size);
+    if (found != MHD_YES) return found;
+    if ((kind & MHD_HEADER_KIND) != 0 && key != NULL && key_size == 14 && strncasecmp(key, "Content-Length", 14) == 0
+        && !readable_length(value, size)) {
+        return MHD_NO;
+    }
+    if (value_ptr != NULL) *value_ptr = value;
+    if (value_size_ptr != NULL) *value_size_ptr = size;
+    return found;
 }
 
 struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer, enum MHD_ResponseMemoryMode mode) {

@@ -90,7 +90,12 @@ enum MHDCallbacks {
                 length = length > (Int.max - 9) / 10 ? Int.max : length * 10 + Int(byte - 0x30)
                 digits += 1
             }
-            if digits > 0, length > configuration.maxBodySize {
+            // libmicrohttpd does not see a value it cannot read (CMicroHTTPDErrorPages), so every
+            // Content-Length that is not 1*DIGIT (RFC 9110 §8.6) is refused here.
+            guard digits > 0, digits == lengthSize else {
+                return (400, "Content-Length must be the body's length in bytes, in decimal digits only")
+            }
+            if length > configuration.maxBodySize {
                 return (413, "Request body too large")
             }
         }

@@ -95,6 +95,38 @@ import Testing
         #expect(huge.output == "custom 431: Your HTTP header was too big for the memory constraints of this webserver.")
     }
 
+    /// libmicrohttpd 0.9.75 answers a Content-Length it cannot read with its response head sent
+    /// twice; the server refuses such a request itself, with one whole answer, and closes.
+    @Test(arguments: [
+        ("abc", 400), ("-5", 400), ("5, 5", 400), ("", 400), ("+5", 400), ("99999999999999999999999", 413),
+    ])
+    func aContentLengthThatIsNotANumberGetsOneAnswer(value: String, status: Int) async throws {
+        let server = try startServer({ $0.errorResponse = Self.customErrorResponse }, router: Self.router())
+        defer { server.shutdown() }
+        let raw = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(value)\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+        // Reads until the server closes the connection, so a second head or the hidden request's
+        // answer would be in the output.
+        let result = try await Clients.run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, sys; s = socket.create_connection(("127.0.0.1", \(server.port)), timeout=10)
+                s.sendall(bytes(\(Array(raw.utf8))))
+                data = b""
+                while chunk := s.recv(65536): data += chunk
+                sys.stdout.write(data.decode("latin-1"))
+                """,
+            ])
+        let statusLines = result.output.split(separator: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+        #expect(statusLines.count == 1, "\(result.output)")
+        #expect(result.output.hasPrefix("HTTP/1.1 \(status) "))
+        let detail =
+            status == 413 ? "Request body too large" : "Content-Length must be the body's length in bytes, in decimal digits only"
+        #expect(result.output.hasSuffix("custom \(status): \(detail)"))
+        #expect(result.output.lowercased().contains("connection: close"))
+    }
+
     @Test func headersOverLimitAre431() async throws {
         let server = try startServer({ $0.maxHeaderSize = 2048 }, router: Self.router())
         defer { server.shutdown() }
