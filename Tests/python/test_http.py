@@ -133,6 +133,9 @@ def test_action_errors(server):
     path = f"/reactors/{instance['id']}/actions"
     detail = assert_problem(server.request("POST", path, '"jump"'), 400, "invalid-action")["detail"]
     assert "jump" in detail
+    # `curl -d increase`: the shell took the quotes, and the answer says how to keep them.
+    detail = assert_problem(server.request("POST", path, "increase"), 400, "invalid-action")["detail"]
+    assert detail.startswith("the body is not valid JSON: send the action 'increase' as a JSON string"), detail
     assert_problem(server.request("POST", path, ""), 400, "invalid-action")
     assert_problem(server.request("POST", path, "{"), 400, "invalid-action")
     assert_problem(server.request("POST", path, {"increase": {}, "decrease": {}}), 400, "invalid-action")

@@ -29,11 +29,18 @@ package enum ActionDecoding {
         } catch let error as DecodingError {
             failure = error
         } catch {
-            throw HostingError.invalidAction("the body is not valid JSON")
+            throw notJSON(type, body)
         }
         let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])
         if let caseName = json as? String {
             return try decodeBareCase(type, named: caseName)
+        }
+        // `{"increase":null}`: a case that takes nothing, given a null where its payload goes.
+        if let object = json as? [String: Any], object.count == 1, let (caseName, payload) = object.first,
+            payload is NSNull, namesCaseWithoutPayload(type, caseName)
+        {
+            throw HostingError.invalidAction(
+                "action '\(caseName)' takes no payload: send \"\(caseName)\" or {\"\(caseName)\":{}}, not null")
         }
         if let object = json as? [String: Any], isTopLevel(failure) {
             guard object.count == 1, let caseName = object.keys.first else {
@@ -58,9 +65,40 @@ package enum ActionDecoding {
             throw HostingError.invalidAction("unknown action '\(caseName)'")
         }
         if json == nil {
-            throw HostingError.invalidAction("the body is not valid JSON")
+            throw notJSON(type, body)
         }
         throw HostingError.invalidAction(JSONCoding.describe(failure))
+    }
+
+    /// The answer to a body that is not JSON; for a bare word naming a case without payload
+    /// (`curl -d increase`, the quotes lost to the shell), how to send that case.
+    private static func notJSON<Action: Decodable>(_ type: Action.Type, _ body: [UInt8]) -> HostingError {
+        let word = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let isWord =
+            word.utf8.count <= 64 && word.utf8.first.map(isWordStart) == true && word.utf8.allSatisfy(isWordByte)
+        guard isWord, namesCaseWithoutPayload(type, word) else {
+            return HostingError.invalidAction("the body is not valid JSON")
+        }
+        return HostingError.invalidAction(
+            "the body is not valid JSON: send the action '\(word)' as a JSON string, its quotes included (\"\(word)\"; "
+                + "with curl, -d '\"\(word)\"')")
+    }
+
+    /// Whether `name` is a case of `Action` that takes no payload, in either Codable form: the
+    /// string `"name"` (a `String`-coded action) or `{"name":{}}`.
+    private static func namesCaseWithoutPayload<Action: Decodable>(_ type: Action.Type, _ name: String) -> Bool {
+        var quoted: [UInt8] = []
+        JSONText.appendString(name, to: &quoted)
+        if (try? JSONCoding.decoder.decode(type, from: Data(quoted))) != nil { return true }
+        return (try? decodeBareCase(type, named: name)) != nil
+    }
+
+    private static func isWordStart(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F
+    }
+
+    private static func isWordByte(_ byte: UInt8) -> Bool {
+        isWordStart(byte) || (byte >= 0x30 && byte <= 0x39)
     }
 
     /// `"name"` read as `{"name":{}}`: a case without payload.
