@@ -137,12 +137,25 @@ enum MHDCallbacks {
         let client = cmhd_client_address(connection, &address) == 1 ? ClientAddress(address: address) : nil
         return HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? "GET"),
-            path: url.map { String(cString: $0) } ?? "/",
+            path: url.map { originPath(String(cString: $0)) } ?? "/",
             query: query,
             headers: headers,
             body: body,
             client: client
         )
+    }
+
+    /// The path of a request target in absolute form (`http://host/path`, which a server must
+    /// accept, RFC 9112 §3.2.2): what follows the authority, `/` if nothing does; any other
+    /// target as it is. libmicrohttpd passes the target on without its query, and unchanged.
+    static func originPath(_ target: String) -> String {
+        guard target.utf8.first != UInt8(ascii: "/") else { return target }
+        let lowered = target.prefix(8).lowercased()
+        let schemeLength = lowered.hasPrefix("http://") ? 7 : lowered.hasPrefix("https://") ? 8 : 0
+        guard schemeLength > 0 else { return target }
+        let authorityAndPath = target.dropFirst(schemeLength)
+        guard let slash = authorityAndPath.firstIndex(of: "/") else { return "/" }
+        return String(authorityAndPath[slash...])
     }
 
     private static let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in

@@ -158,6 +158,23 @@ import Testing
         #expect(item.output == "item:a/b c")
     }
 
+    /// A request target in absolute form is served as its path (RFC 9112 §3.2.2: a server must
+    /// accept it), query included; any authority, as the Host header, routes nowhere else.
+    @Test func anAbsoluteFormTargetIsServedAsItsPath() async throws {
+        let server = try startServer(router: Self.router())
+        defer { server.shutdown() }
+        let base = "http://127.0.0.1:\(server.port)"
+        for (target, expected) in [
+            ("http://example.com/items/7", "item:7"), ("HTTPS://example.com:8443/query?b=2&a=1", "a=1|b=2"),
+            ("/hello", "hello"),
+        ] {
+            let result = try await Clients.curl(["--request-target", target, "\(base)/ignored"])
+            #expect(result.output == expected, "\(target)")
+        }
+        let bare = try await Clients.curl(["-o", "/dev/null", "-w", "%{http_code}", "--request-target", "http://example.com", base])
+        #expect(bare.output == "404")
+    }
+
     @Test func headIsServedByGetWithoutBody() async throws {
         let server = try startServer(router: Self.router())
         defer { server.shutdown() }
