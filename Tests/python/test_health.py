@@ -1,5 +1,6 @@
 """`reactor-server health`: a container health check that reads the address the server wrote to
---address-file (ADDRESS_FILE) and asks its /healthz, so it follows the port however it was set."""
+--address-file (ADDRESS_FILE) and asks its /healthz, so it follows the port however it was set;
+or asks the address --url names."""
 
 import os
 import socket
@@ -54,4 +55,22 @@ def test_unhealthy_when_nothing_answers(tmp_path):
     result = health("--ready", "--address-file", str(address_file))
     assert result.returncode == 1 and f"not ready: http://127.0.0.1:{port}/readyz did not answer" in result.stdout, result.stdout
     # Without a file to read, the check cannot know the address.
-    assert health().returncode != 0
+    missing = health()
+    assert missing.returncode != 0 and "--url" in missing.stderr, missing.stdout + missing.stderr
+    result = health("--url", f"http://127.0.0.1:{port}")
+    assert result.returncode == 1 and f"unhealthy: http://127.0.0.1:{port}/healthz did not answer" in result.stdout, result.stdout
+
+
+def test_url_names_the_address_of_a_server_run_by_hand(start_server, tmp_path):
+    """`reactor-server health --url …` for a server started without an address file; the URL,
+    given, wins over ADDRESS_FILE."""
+    server = start_server()
+    for url in [server.base, server.base + "/"]:
+        result = health("--url", url, env={"ADDRESS_FILE": str(tmp_path / "none")})
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"healthy: {server.base}/healthz answered 200" in result.stdout, result.stdout
+    ready = health("--ready", "--url", server.base)
+    assert ready.returncode == 0 and f"ready: {server.base}/readyz answered 200" in ready.stdout, ready.stdout
+    for bad in ["127.0.0.1:8080", "https://127.0.0.1:8080", "http://127.0.0.1", "http://127.0.0.1:8080/healthz"]:
+        refused = health("--url", bad)
+        assert refused.returncode != 0 and "--url must be http://HOST:PORT" in refused.stderr, (bad, refused.stderr)

@@ -6,16 +6,22 @@ import Glibc
 /// and exits 0 when it answers 200, 1 otherwise: a container health check that needs neither
 /// curl nor the port. The server writes the address it listens on to `--address-file`
 /// (ADDRESS_FILE) once it listens, so the check follows a port set by `--port` as well as by
-/// `PORT`.
+/// `PORT`. `--url` names the address instead, for a server run by hand (`make run`).
 struct HealthCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
         abstract: "Checks the running server's /healthz (or /readyz): exit status 0 when it answers 200, 1 otherwise.",
-        discussion: "The server must run with --address-file (ADDRESS_FILE); the check reads the address from the same file."
+        discussion: """
+            The server must run with --address-file (ADDRESS_FILE); the check reads the address from the same file. \
+            Or name the address with --url (reactor-server health --url http://127.0.0.1:8080).
+            """
     )
 
     @Option(help: "The file the server wrote its address to (ADDRESS_FILE).")
     var addressFile: String = ServiceEnvironment.string("ADDRESS_FILE", default: "")
+
+    @Option(help: "The server's address, http://HOST:PORT, in place of an address file.")
+    var url: String?
 
     @Option(help: "Seconds to wait for the answer.")
     var timeoutS: Int = 3
@@ -23,15 +29,28 @@ struct HealthCommand: ParsableCommand {
     @Flag(help: "Ask /readyz instead: whether the server should be sent new work (its session store answers).")
     var ready = false
 
-    func run() throws {
-        guard !addressFile.isEmpty else {
-            throw ValidationError("--address-file (ADDRESS_FILE) names no file: the server's address is unknown")
+    func validate() throws {
+        if let url {
+            guard ListenAddress(url) != nil else {
+                throw ValidationError("--url must be http://HOST:PORT (an IPv6 host in brackets), not '\(url)'")
+            }
+        } else if addressFile.isEmpty {
+            throw ValidationError(
+                "--address-file (ADDRESS_FILE) names no file and there is no --url: the server's address is unknown")
         }
+    }
+
+    func run() throws {
         let path = ready ? "/readyz" : "/healthz"
         let (good, bad) = ready ? ("ready", "not ready") : ("healthy", "unhealthy")
-        guard let text = try? String(contentsOfFile: addressFile, encoding: .utf8),
-            let address = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
+        let address: ListenAddress
+        if let url, let named = ListenAddress(url) {
+            address = named
+        } else if let text = try? String(contentsOfFile: addressFile, encoding: .utf8),
+            let written = ListenAddress(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            address = written
+        } else {
             print("\(bad): no server address in \(addressFile)")
             throw ExitCode(1)
         }
@@ -51,7 +70,8 @@ struct ListenAddress {
 
     init?(_ url: String) {
         guard url.hasPrefix("http://") else { return nil }
-        let rest = url.dropFirst("http://".count)
+        var rest = url.dropFirst("http://".count)
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]) else { return nil }
         var host = String(rest[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
