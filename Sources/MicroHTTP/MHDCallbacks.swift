@@ -117,6 +117,8 @@ enum MHDCallbacks {
             return (400, "An HTTP/1.1 request needs exactly one Host header")
         case CMHD_FRAMING_SPACE_IN_NAME:
             return (400, "Whitespace between a header name and its colon is not allowed")
+        case CMHD_FRAMING_FOLDED_LINE:
+            return (400, "A header line may not start with a space or a tab (obsolete line folding, RFC 9112 §5.2)")
         default:
             return nil
         }

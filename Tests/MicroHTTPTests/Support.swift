@@ -85,6 +85,24 @@ enum Clients {
         try await run("/usr/bin/python3", [script, mode, String(port)] + arguments, timeout: timeout)
     }
 
+    /// Sends `raw` on a new connection to `port` and returns all the server sent until it closed
+    /// the connection (as UTF-8), so that a second response head or an answer to a request hidden
+    /// in `raw` would be in it.
+    static func exchange(_ raw: String, port: UInt16) async throws -> ProcessResult {
+        try await run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, sys; s = socket.create_connection(("127.0.0.1", \(port)), timeout=10)
+                s.sendall(bytes(\(Array(raw.utf8))))
+                data = b""
+                while chunk := s.recv(65536): data += chunk
+                sys.stdout.write(data.decode("utf-8", "replace"))
+                """,
+            ])
+    }
+
     /// Runs curl, which gives up after `maxTime` seconds (a failure guard), the process ended
     /// after `timeout`.
     static func curl(_ arguments: [String], maxTime: Int = 20, timeout: Duration = .seconds(30)) async throws

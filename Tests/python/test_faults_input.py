@@ -315,6 +315,11 @@ SMUGGLED_FRAMINGS = [
     ("a Content-Length list", "Content-Length: {length}, {length}", 400, "bad-request"),
     ("an empty Content-Length", "Content-Length:", 400, "bad-request"),
     ("a Content-Length beyond 64 bits", "Content-Length: 99999999999999999999999", 413, "body-too-large"),
+    # libmicrohttpd 0.9.75 adds a folded line's text to the header's name; a proxy may read the
+    # fold as a space instead (RFC 9112 §5.2 allows either that or a 400).
+    ("a folded header line", "Content-Length: {length}\r\nX-Pad: a\r\n Transfer-Encoding: chunked", 400,
+     "bad-request"),
+    ("a folded Transfer-Encoding", "Transfer-Encoding:\r\n\tchunked\r\nContent-Length: 0", 400, "bad-request"),
 ]
 
 
