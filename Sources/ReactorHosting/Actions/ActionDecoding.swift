@@ -48,10 +48,10 @@ package enum ActionDecoding {
                     "an action is one case: an object with exactly one key, the case name (got \(object.count) keys)")
             }
             // `{"increase":{}}` for an action whose Codable form is the bare string "increase".
-            if let payload = object[caseName] as? [String: Any], payload.isEmpty {
-                var quoted: [UInt8] = []
-                JSONText.appendString(caseName, to: &quoted)
-                if let action = try? JSONCoding.decoder.decode(type, from: Data(quoted)) { return action }
+            if let payload = object[caseName] as? [String: Any], payload.isEmpty,
+                let action = decodeStringCoded(type, named: caseName)
+            {
+                return action
             }
             // An unknown case is a type mismatch. A number its field cannot hold (1.5 or 1e20 for
             // an Int) is reported as corrupt data at the top level, without the field's path, as
@@ -87,10 +87,14 @@ package enum ActionDecoding {
     /// Whether `name` is a case of `Action` that takes no payload, in either Codable form: the
     /// string `"name"` (a `String`-coded action) or `{"name":{}}`.
     private static func namesCaseWithoutPayload<Action: Decodable>(_ type: Action.Type, _ name: String) -> Bool {
+        decodeStringCoded(type, named: name) != nil || (try? decodeBareCase(type, named: name)) != nil
+    }
+
+    /// The case of a `String`-coded action that `name` names, read from the JSON string `"name"`.
+    private static func decodeStringCoded<Action: Decodable>(_ type: Action.Type, named name: String) -> Action? {
         var quoted: [UInt8] = []
         JSONText.appendString(name, to: &quoted)
-        if (try? JSONCoding.decoder.decode(type, from: Data(quoted))) != nil { return true }
-        return (try? decodeBareCase(type, named: name)) != nil
+        return try? JSONCoding.decoder.decode(type, from: Data(quoted))
     }
 
     private static func isWordStart(_ byte: UInt8) -> Bool {
