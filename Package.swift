@@ -236,7 +236,7 @@ let package = Package(
         // and what an app sees through its one import.
         .testTarget(
             name: "ReactorServerKitTests",
-            dependencies: ["ReactorServerKit", .product(name: "JWTKit", package: "jwt-kit")]
+            dependencies: ["ReactorServerKit", "Locking", .product(name: "JWTKit", package: "jwt-kit")]
         ),
         // Starts its own reactor-server (built next to the test bundle) on 127.0.0.1, or one in
         // the test's process where a test needs an `Authenticator` of its own.

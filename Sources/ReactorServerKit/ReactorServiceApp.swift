@@ -19,6 +19,16 @@ import ReactorHosting
 /// }
 /// ```
 ///
+/// A registration that needs something first may wait for it and throw, and the service then
+/// does not start:
+///
+/// ```swift
+/// func register(_ reactors: inout ReactorRegistry, options: Options) async throws {
+///     let catalog = try await Catalog.load(from: options.catalogURL)
+///     reactors.register("shop") { ShopReactor(catalog: catalog) }
+/// }
+/// ```
+///
 /// The executable then has the whole command line of `reactor-server`: `serve` (the default)
 /// with every flag and environment variable (the store, durability, several nodes, limits, logs,
 /// traces, CORS), and `health`, `backup`, `restore`, `check`, `compact`, `copy` and `--version`.
@@ -47,9 +57,14 @@ public protocol ReactorServiceApp: Sendable {
     init()
 
     /// Registers the reactor types the service serves. Called once when `serve` starts, with the
-    /// app's options as parsed; every instance, new or brought back from the store, is made by
-    /// the factories registered here.
-    func register(_ reactors: inout ReactorRegistry, options: Options)
+    /// app's options as parsed, before the server listens; every instance, new or brought back
+    /// from the store, is made by the factories registered here.
+    ///
+    /// It may wait for what the factories need (a client of another service, a file read once)
+    /// and throw when that cannot be had: `serve` then logs the error (`could not register the
+    /// reactor types: …`) and exits 1, having served nothing. An implementation that neither
+    /// waits nor throws satisfies it as it is written.
+    func register(_ reactors: inout ReactorRegistry, options: Options) async throws
 
     /// Who may use the service, in the app's own way: an `Authenticator` mapping each request
     /// to its subject (or refusing it). Used with `--auth app`, the default when this returns

@@ -255,11 +255,7 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
                 historyCapacity: historySize, node: nodeName, lease: .seconds(leaseS),
                 timeout: .seconds(storeTimeoutS))
         } catch {
-            logger.critical("could not open the session store: \(error)")
-            // Also as a plain line, for a person reading a terminal; a log collector reading
-            // JSON gets the entry above only.
-            if !json { FileHandle.standardError.write(Data("\(App.commandName): \(error)\n".utf8)) }
-            throw ExitCode(1)
+            throw Self.startFailed("could not open the session store", error, logger: logger, json: json)
         }
         if let sqlite = service.store as? SQLiteSessionStore, sqlite.isReadableByOthers {
             logger.warning(
@@ -298,15 +294,13 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
             registry = ReactorRegistry { name in PostgresChannel(location: database, name: name, logger: logger) }
         }
         let app = App()
-        app.register(&registry, options: appOptions)
+        try await Self.register(app, in: &registry, options: appOptions, logger: logger, json: json)
         var keyFiles: JWTKeyFiles?
         do {
             (service.authentication, keyFiles) = try await authentication.configure(
                 appAuthenticator: app.authenticator(options: appOptions), logger: logger)
         } catch {
-            logger.critical("could not set up authentication: \(error)")
-            if !json { FileHandle.standardError.write(Data("\(App.commandName): \(error)\n".utf8)) }
-            throw ExitCode(1)
+            throw Self.startFailed("could not set up authentication", error, logger: logger, json: json)
         }
         if service.authentication != nil, authentication.maxInstancesPerSubject > 0 {
             service.maxInstancesPerSubject = authentication.maxInstancesPerSubject
@@ -341,5 +335,26 @@ struct ServeCommand<App: ReactorServiceApp>: AsyncParsableCommand {
         withExtendedLifetime(signals) {}
         if !addressFile.isEmpty { unlink(addressFile) }
         // Returning from `run` exits 0.
+    }
+
+    /// Has `app` register its reactor types in `registry`; a registration that throws ends
+    /// `serve` as a failed start (``startFailed(_:_:logger:json:)``).
+    static func register(
+        _ app: App, in registry: inout ReactorRegistry, options: App.Options, logger: Logger, json: Bool
+    ) async throws(ExitCode) {
+        do {
+            try await app.register(&registry, options: options)
+        } catch {
+            throw startFailed("could not register the reactor types", error, logger: logger, json: json)
+        }
+    }
+
+    /// Logs why `serve` could not start (`what: error`) and gives the exit code to end with: 1.
+    /// Also as a plain line on standard error unless logs are JSON, for a person reading a
+    /// terminal; a log collector reading JSON gets the log entry only.
+    static func startFailed(_ what: String, _ error: any Error, logger: Logger, json: Bool) -> ExitCode {
+        logger.critical("\(what): \(error)")
+        if !json { FileHandle.standardError.write(Data("\(App.commandName): \(what): \(error)\n".utf8)) }
+        return ExitCode(1)
     }
 }
