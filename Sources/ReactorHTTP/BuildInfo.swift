@@ -14,5 +14,5 @@ public enum BuildInfo {
     /// releases: the newest version `CHANGELOG.md` names (`api/check` holds them equal). Unlike
     /// ``version``, it needs nothing from the build, so a team's service built against a release
     /// by URL knows which one it runs.
-    public static let release = "0.3.5"
+    public static let release = "0.4.0"
 }

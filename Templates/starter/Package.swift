@@ -6,7 +6,7 @@ import PackageDescription
 let checkout = Context.environment["REACTOR_SERVER_CHECKOUT"].flatMap { $0.isEmpty ? nil : $0 }
 let reactorServer: Package.Dependency =
     checkout.map { .package(path: $0) }
-    ?? .package(url: "https://github.com/reactorserver/reactor-server.git", .upToNextMinor(from: "0.3.5"))
+    ?? .package(url: "https://github.com/reactorserver/reactor-server.git", .upToNextMinor(from: "0.4.0"))
 // A package is named by the last part of its path or URL.
 let reactorServerPackage = checkout.map { String($0.split(separator: "/").last ?? "reactor-server") } ?? "reactor-server"
 
